@@ -1,0 +1,110 @@
+"""The base of every on-disk artifact: JSON form, schema version, content hash, version."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from weft_core._hashing import content_hash
+from weft_core.exceptions import ArtifactError
+
+# Fields that describe an artifact rather than its content, so they never enter its hash.
+_HASH_EXCLUDE = {"content_hash", "version", "created_at"}
+
+
+class WeftModel(BaseModel):
+    """Strict pydantic base for nested records: unknown fields are errors, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Artifact(WeftModel):
+    """An artifact that flows between packages.
+
+    Contract: `schema_version` is the format version of the class (newer files are refused);
+    `version` is the revision of this content (a revision gets a new version, never overwrites);
+    `content_hash` is `sha256:` of the canonical JSON of everything else, filled by `sealed()`
+    and checked on load so a hand-edited or truncated file is caught.
+    """
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    schema_version: int = Field(default=1, description="Format version of this artifact class.")
+    version: int = Field(default=1, ge=1, description="Revision number of this content.")
+    content_hash: str | None = Field(default=None, description="sha256 of the content; set by sealed().")
+
+    @model_validator(mode="after")
+    def _check_schema_version(self) -> Self:
+        if self.schema_version > self.SCHEMA_VERSION:
+            raise ValueError(
+                f"{type(self).__name__} schema_version {self.schema_version} is newer than this "
+                f"weft-core understands ({self.SCHEMA_VERSION}); upgrade weft-core"
+            )
+        return self
+
+    def compute_hash(self) -> str:
+        return content_hash(self.model_dump(mode="json", exclude=_HASH_EXCLUDE))
+
+    def sealed(self) -> Self:
+        """A copy with `content_hash` filled in."""
+        return self.model_copy(update={"content_hash": self.compute_hash()})
+
+    def revised(self, **changes: Any) -> Self:
+        """A new revision: changes applied, version bumped, hash recomputed."""
+        data = self.model_dump() | changes | {"version": self.version + 1, "content_hash": None}
+        return type(self).model_validate(data).sealed()
+
+    def verify_hash(self) -> None:
+        if self.content_hash is not None and self.content_hash != self.compute_hash():
+            raise ArtifactError(f"{type(self).__name__} content does not match its content_hash")
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return self.sealed().model_dump_json(indent=indent, exclude_none=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "<string>") -> Self:
+        try:
+            obj = cls.model_validate_json(text)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "(root)"
+            raise ArtifactError(
+                f"{source}: not a valid {cls.__name__}: {loc}: {first['msg']} ({exc.error_count()} error(s))"
+            ) from None
+        try:
+            obj.verify_hash()
+        except ArtifactError as exc:
+            raise ArtifactError(f"{source}: {exc}") from None
+        return obj
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write atomically (temp file + rename) so a crash never leaves a half-written file."""
+        return atomic_write_text(Path(path), self.to_json())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Self:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ArtifactError(f"{p}: cannot read: {exc.strerror}") from None
+        return cls.from_json(text, source=str(p))
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,163 @@
+"""AtomicTask and TaskGraph (paper §3.1.2, App. A)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal, Self
+
+from pydantic import Field, model_validator
+
+from weft_core.models._base import Artifact, WeftModel
+from weft_core.models.check import Check, EvaluationResult
+
+
+class TaskInput(WeftModel):
+    """An input an intent needs. `source` says whether the user gives it or the agent must find it."""
+
+    name: str
+    description: str = ""
+    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
+    source: Literal["given", "retrieved", "upstream"] = "given"
+    value: Any = None
+    from_node: str | None = Field(default=None, description="Upstream node for 'upstream' inputs.")
+    from_output: str | None = Field(default=None, description="Output name on the upstream node.")
+
+
+class ReferenceCall(WeftModel):
+    """One call of the reference solution. String arguments may hold `{{input}}` templates;
+    `bind` names outputs taken from the result by dotted path (e.g. {"order_id": "id"})."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    bind: dict[str, str] = Field(default_factory=dict)
+
+
+class ValidationEvidence(WeftModel):
+    """Proof that a task passed E2E validation: the run's outcome and the state it started from."""
+
+    passed: bool
+    evaluation: EvaluationResult | None = None
+    initial_state_hash: str | None = None
+    ledger_size: int = 0
+    error: str | None = None
+
+
+class AtomicTask(Artifact):
+    """One intent on one MCP: the smallest independently executable and verifiable unit."""
+
+    id: str
+    mcp: str = Field(description="MCP identifier.")
+    intent: str = Field(description="What the user wants, in words.")
+    inputs: list[TaskInput] = Field(default_factory=list)
+    tool_chain: list[str] = Field(description="Ordered tools the reference solution calls.")
+    reference_calls: list[ReferenceCall] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list, description="Completion conditions.")
+    outputs: dict[str, str] = Field(
+        default_factory=dict, description="Named outcomes a downstream task may use -> description."
+    )
+    entities: list[str] = Field(default_factory=list, description="Business entities touched.")
+    writes: bool = Field(default=False, description="Whether the task changes state.")
+    seed_rows: dict[str, list[dict[str, Any]]] = Field(
+        default_factory=dict, description="Rows the task's independent initial state needs."
+    )
+    e2e_test: str | None = Field(default=None, description="Source of the task's E2E test.")
+    evidence: ValidationEvidence | None = None
+
+    @model_validator(mode="after")
+    def _chain_matches_calls(self) -> Self:
+        if self.reference_calls and [c.tool for c in self.reference_calls] != self.tool_chain:
+            raise ValueError(f"task {self.id!r}: tool_chain does not match reference_calls")
+        return self
+
+
+class EdgeKind(StrEnum):
+    INFORMATION = "information"
+    STATE = "state"
+
+
+class TaskNode(WeftModel):
+    id: str
+    task: AtomicTask
+    intent: str
+    inputs: list[TaskInput] = Field(default_factory=list)
+    outcomes: dict[str, str] = Field(default_factory=dict)
+    checks: list[Check] = Field(default_factory=list, description="Checkpoint after this node.")
+
+
+class TaskEdge(WeftModel):
+    source: str
+    target: str
+    kind: EdgeKind
+    fields: list[str] = Field(default_factory=list, description="Outputs carried along the edge.")
+
+
+class EntityBinding(WeftModel):
+    """One business object aligned across MCPs, e.g. a customer in the CRM and in the helpdesk."""
+
+    name: str
+    entity: str
+    value: dict[str, Any] = Field(default_factory=dict, description="Field values of the object.")
+    refs: dict[str, str] = Field(
+        default_factory=dict, description="MCP -> table where the object lives."
+    )
+
+
+class SnapshotRef(WeftModel):
+    """An immutable initial DB (and workspace) for one MCP, by object-store location."""
+
+    mcp: str
+    uri: str
+    sha256: str
+    workspace_uri: str | None = None
+
+
+class Disclosure(StrEnum):
+    VAGUE = "vague"
+    PARTIAL = "partial"
+    FULL = "full"
+
+
+class ViewMode(StrEnum):
+    AGENTIC = "agentic"
+    SIMUSER = "simuser"
+
+
+class TaskView(WeftModel):
+    mode: ViewMode
+    disclosure: Disclosure = Disclosure.FULL
+    persona: str | None = None
+    brief: str | None = Field(default=None, description="Agentic brief (agentic mode).")
+    requests: list[str] = Field(default_factory=list, description="Per-node requests (simuser).")
+
+
+class TaskGraph(Artifact):
+    """A composed task: atomic tasks in a DAG for one business objective, with grounded state."""
+
+    id: str
+    objective: str
+    profile: str = "Standard"
+    nodes: list[TaskNode]
+    edges: list[TaskEdge] = Field(default_factory=list)
+    bindings: list[EntityBinding] = Field(default_factory=list)
+    order: list[str] = Field(default_factory=list, description="Stable topological order.")
+    initial_snapshots: dict[str, SnapshotRef] = Field(default_factory=dict)
+    final_checks: list[Check] = Field(default_factory=list)
+    views: list[TaskView] = Field(default_factory=list)
+
+    @property
+    def mcps(self) -> list[str]:
+        return sorted({n.task.mcp for n in self.nodes})
+
+    def node(self, node_id: str) -> TaskNode:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(node_id)
+
+    def binding_values(self) -> dict[str, Any]:
+        """Flat `{"binding.field": value}` map for check references."""
+        out: dict[str, Any] = {}
+        for b in self.bindings:
+            for key, val in b.value.items():
+                out[f"{b.name}.{key}"] = val
+        return out

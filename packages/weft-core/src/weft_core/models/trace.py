@@ -1,0 +1,74 @@
+"""Trace: one rollout, messages in OpenAI chat format with each tool call tied to its ledger entry."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from weft_core.models._base import Artifact, WeftModel
+from weft_core.models.check import EvaluationResult
+from weft_core.models.ledger import LedgerEntry
+
+
+class ToolCallFunction(WeftModel):
+    name: str
+    arguments: str = Field(description="JSON-encoded arguments, as the OpenAI format has them.")
+
+
+class ToolCall(WeftModel):
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolCallFunction
+
+
+class ChatMessage(WeftModel):
+    """An OpenAI chat message; token ids and logprobs when the model gave them (TITO training)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+
+class TurnSegment(WeftModel):
+    """The messages and ledger entries of one atomic-task turn, and its checkpoint outcome."""
+
+    node_id: str
+    start: int = Field(description="Index of the first message of the turn.")
+    end: int = Field(description="Index after the last message of the turn.")
+    ledger_seqs: dict[str, list[int]] = Field(
+        default_factory=dict, description="MCP -> seq numbers of the turn's ledger entries."
+    )
+    outcome: EvaluationResult | None = None
+    attempts: int = 1
+
+
+class Trace(Artifact):
+    id: str
+    task_id: str
+    view: str
+    harness: str
+    model: str = "programmatic"
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="OpenAI tool definitions.")
+    messages: list[ChatMessage] = Field(default_factory=list)
+    ledger: list[LedgerEntry] = Field(default_factory=list)
+    segments: list[TurnSegment] = Field(default_factory=list)
+    final: EvaluationResult | None = None
+    infrastructure_retries: int = 0
+    error: str | None = Field(default=None, description="Why the rollout did not finish, if so.")
+
+    @property
+    def checkpoint_pass_rate(self) -> float:
+        done = [s for s in self.segments if s.outcome is not None]
+        if not done:
+            return 0.0
+        return sum(1 for s in done if s.outcome is not None and s.outcome.passed) / len(done)
+
+    @property
+    def reward(self) -> float:
+        """Mean of binary checkpoint outcomes (paper App. C.2)."""
+        return self.checkpoint_pass_rate

@@ -1,0 +1,3 @@
+"""weft-envsynth."""
+
+__all__: list[str] = []

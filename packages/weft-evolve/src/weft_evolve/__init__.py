@@ -1,0 +1,3 @@
+"""weft-evolve."""
+
+__all__: list[str] = []

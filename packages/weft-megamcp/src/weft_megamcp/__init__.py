@@ -1,0 +1,3 @@
+"""weft-megamcp."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""weft-tasks."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""weft-train."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""weft: the umbrella package."""
+
+__all__: list[str] = []
