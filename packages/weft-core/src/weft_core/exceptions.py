@@ -27,7 +27,9 @@ class SpecError(UserError):
         self.reason = reason
         self.source = source
         self.tool = tool
-        where = ", ".join(p for p in (f"file {source}" if source else "", f"tool {tool!r}" if tool else "") if p)
+        where = ", ".join(
+            p for p in (f"file {source}" if source else "", f"tool {tool!r}" if tool else "") if p
+        )
         super().__init__(f"{where}: {reason}" if where else reason)
 
 

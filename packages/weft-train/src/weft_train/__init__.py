@@ -1,3 +1,5 @@
-"""weft-train."""
+"""weft-train (no public API yet; see README.md)."""
 
-__all__: list[str] = []
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -35,7 +35,9 @@ class Artifact(WeftModel):
 
     schema_version: int = Field(default=1, description="Format version of this artifact class.")
     version: int = Field(default=1, ge=1, description="Revision number of this content.")
-    content_hash: str | None = Field(default=None, description="sha256 of the content; set by sealed().")
+    content_hash: str | None = Field(
+        default=None, description="sha256 of the content; set by sealed()."
+    )
 
     @model_validator(mode="after")
     def _check_schema_version(self) -> Self:

@@ -20,7 +20,9 @@ ChangeKind = Literal["insert", "update", "delete"]
 
 
 class _CheckBase(WeftModel):
-    id: str = Field(default="", description="Stable id within its task; filled by the task if empty.")
+    id: str = Field(
+        default="", description="Stable id within its task; filled by the task if empty."
+    )
     description: str = Field(default="", description="What the check asserts, in words.")
     mcp: str | None = Field(
         default=None, description="MCP whose evidence is read; None when the task has one MCP."
@@ -109,7 +111,9 @@ class CallMade(_CheckBase):
     kind: Literal["call_made"] = "call_made"
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    ok: bool | None = Field(default=True, description="Count only successful (True) / failed calls.")
+    ok: bool | None = Field(
+        default=True, description="Count only successful (True) / failed calls."
+    )
     min_count: int = 1
     max_count: int | None = None
 
