@@ -53,7 +53,9 @@ class EnvBundleManifest(Artifact):
     tools: list[ToolCertification]
     files: dict[str, str] = Field(default_factory=dict, description="Relative path -> sha256.")
     generator: str = Field(default="weft-envsynth", description="What produced the bundle.")
-    strategy: str = Field(default="programmatic", description="'programmatic' or the LLM model name.")
+    strategy: str = Field(
+        default="programmatic", description="'programmatic' or the LLM model name."
+    )
     rounds_used: int = 0
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 

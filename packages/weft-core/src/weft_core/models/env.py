@@ -38,7 +38,9 @@ class EntityField(WeftModel):
     unique: bool = False
     nullable: bool = True
     enum: list[str] | None = None
-    foreign_key: str | None = Field(default=None, description="'entity.field' this field references.")
+    foreign_key: str | None = Field(
+        default=None, description="'entity.field' this field references."
+    )
 
 
 class Entity(WeftModel):
@@ -109,7 +111,9 @@ class ToolContract(WeftModel):
     entity: str | None = Field(default=None, description="The entity the tool is about.")
     mappings: list[ArgMapping] = Field(default_factory=list)
     reads: list[str] = Field(default_factory=list, description="Entities (or 'entity.field') read.")
-    writes: list[str] = Field(default_factory=list, description="Entities (or 'entity.field') written.")
+    writes: list[str] = Field(
+        default_factory=list, description="Entities (or 'entity.field') written."
+    )
     returns: dict[str, Any] = Field(default_factory=dict, description="JSON Schema of the result.")
     preconditions: list[str] = Field(default_factory=list)
     errors: list[ErrorCase] = Field(default_factory=list)

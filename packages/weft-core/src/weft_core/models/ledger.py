@@ -34,11 +34,15 @@ class LedgerEntry(WeftModel):
     mcp_version: int | None = None
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    result: Any = Field(default=None, description="Structured result or text content the agent saw.")
+    result: Any = Field(
+        default=None, description="Structured result or text content the agent saw."
+    )
     is_error: bool = False
     error_kind: ErrorKind | None = None
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     duration_ms: float = 0.0
-    mutated: bool = Field(default=False, description="Whether the call changed DB or workspace state.")
+    mutated: bool = Field(
+        default=False, description="Whether the call changed DB or workspace state."
+    )
     state_version: int = Field(default=0, description="Session state version after the call.")
     call_id: str | None = Field(default=None, description="The agent's tool_call id, when known.")

@@ -22,7 +22,9 @@ class ToolSpec(WeftModel):
         default_factory=lambda: {"type": "object", "properties": {}},
         description="JSON Schema of the arguments; type object, $refs inlined by the loaders.",
     )
-    output_schema: dict[str, Any] | None = Field(default=None, description="JSON Schema of the result.")
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON Schema of the result."
+    )
     annotations: dict[str, Any] | None = Field(default=None, description="MCP tool annotations.")
     original_name: str | None = Field(
         default=None, description="The name in the source when the loader had to rewrite it."

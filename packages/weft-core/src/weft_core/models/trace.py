@@ -53,7 +53,9 @@ class Trace(Artifact):
     view: str
     harness: str
     model: str = "programmatic"
-    tools: list[dict[str, Any]] = Field(default_factory=list, description="OpenAI tool definitions.")
+    tools: list[dict[str, Any]] = Field(
+        default_factory=list, description="OpenAI tool definitions."
+    )
     messages: list[ChatMessage] = Field(default_factory=list)
     ledger: list[LedgerEntry] = Field(default_factory=list)
     segments: list[TurnSegment] = Field(default_factory=list)
