@@ -295,10 +295,10 @@ def test_syntax_error_and_bad_paths(tmp_path: Path) -> None:
     with pytest.raises(ScreenError, match="no such file"):
         screen_path(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ScreenError, match="no .py files"):
+    with pytest.raises(ScreenError, match=r"no \.py files"):
         screen_path(tmp_path / "empty")
     (tmp_path / "x.txt").write_text("hi")
-    with pytest.raises(ScreenError, match="not a .py file"):
+    with pytest.raises(ScreenError, match=r"not a \.py file"):
         screen_path(tmp_path / "x.txt")
 
 
