@@ -1,0 +1,34 @@
+"""State capture and diff: SQLite DBs as `{table: {primary key: row}}`, workspaces as file maps.
+
+Captures open databases read-only and never modify them; diffs summarize inserts, updates (with
+field-level old/new) and deletes per table, and added/modified/removed files per workspace.
+"""
+
+from weft_core.state._db import DBState, StateError, TableSchema, capture_db
+from weft_core.state._diff import FieldChange, RowUpdate, StateDiff, TableDiff, diff_db
+from weft_core.state._workspace import (
+    FileChange,
+    FileState,
+    WorkspaceDiff,
+    WorkspaceState,
+    capture_workspace,
+    diff_workspace,
+)
+
+__all__ = [
+    "DBState",
+    "FieldChange",
+    "FileChange",
+    "FileState",
+    "RowUpdate",
+    "StateDiff",
+    "StateError",
+    "TableDiff",
+    "TableSchema",
+    "WorkspaceDiff",
+    "WorkspaceState",
+    "capture_db",
+    "capture_workspace",
+    "diff_db",
+    "diff_workspace",
+]
