@@ -1,0 +1,329 @@
+"""SimUser mode: a user simulator that discloses one atomic-task request per turn, in dependency
+order, in the voice of a sampled persona (paper §3.1.3 (ii)).
+
+Two request writers share one contract (`RequestWriter`): the programmatic one fills templates
+from the node's intent, inputs and outcomes; the LLM one lets a chat model phrase the request and
+validates it (every value the disclosure level requires is present; no hidden value, no value or
+intent of a later step leaks) — a draft that fails is retried once with the problems named, then
+replaced by the programmatic text, so a simulator never discloses out of order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, Field
+
+from weft_core.models import Disclosure, TaskGraph, TaskNode, TaskView, ViewMode
+from weft_tasks.views._order import disclosure_order
+from weft_tasks.views.disclosure import disclose_inputs, hidden_values, required_values
+from weft_tasks.views.personas import PERSONAS, Persona, sample_persona
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """Everything a request writer may use for one turn, and what it must and must not say."""
+
+    graph: TaskGraph
+    node: TaskNode
+    index: int
+    persona: Persona
+    disclosure: Disclosure
+    required: list[str]
+    forbidden: list[str]
+    future_intents: list[str]
+    template: str
+
+
+class RequestWriter(Protocol):
+    """Writes the user's message for one atomic-task turn.
+
+    Contract: the text asks for `ctx.node`'s intent only, states every value in `ctx.required`,
+    and contains nothing in `ctx.forbidden` nor any of `ctx.future_intents`. `strategy` names the
+    writer for traces ("programmatic" or the model's name).
+    """
+
+    strategy: str
+
+    async def write(self, ctx: TurnContext) -> str: ...
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text else text
+
+
+def render_request(
+    graph: TaskGraph, node: TaskNode, index: int, persona: Persona, disclosure: Disclosure
+) -> str:
+    """The programmatic request: persona framing around the intent, inputs and wanted outcomes."""
+    intents = {n.id: n.intent for n in graph.nodes}
+    items = [d.text for d in disclose_inputs(node, disclosure, graph.bindings, intents)]
+    intent = node.intent.rstrip(".")
+    head = (
+        f"{persona.greeting} {intent}."
+        if index == 0
+        else f"{persona.connector} {_lower_first(intent)}."
+    )
+    parts = [head]
+    if items:
+        if "list" in persona.style or "precise" in persona.style:
+            parts.append("\n" + "\n".join(f"- {i}" for i in items))
+        else:
+            parts.append(" Details: " + "; ".join(items) + ".")
+    if node.outcomes:
+        parts.append(" Tell me the " + " and the ".join(node.outcomes.values()).rstrip(".") + ".")
+    parts.append(f" {persona.closing}")
+    return "".join(parts).strip()
+
+
+class ProgrammaticRequestWriter:
+    """Template requests; needs no model."""
+
+    strategy = "programmatic"
+
+    async def write(self, ctx: TurnContext) -> str:
+        return ctx.template
+
+
+def validate_request(text: str, ctx: TurnContext) -> list[str]:
+    """Problems with a drafted request, in words; empty when it respects the contract."""
+    problems: list[str] = []
+    low = text.lower()
+    if not text.strip():
+        return ["the request is empty"]
+    if len(text) > 4000:
+        problems.append("the request is longer than 4000 characters")
+    for value in ctx.required:
+        if value.lower() not in low:
+            problems.append(f"it drops the required value {value!r}")
+    for value in ctx.forbidden:
+        if value.lower() in low:
+            problems.append(f"it discloses {value!r}, which this turn must not reveal")
+    for intent in ctx.future_intents:
+        key = _norm(intent)
+        if len(key) >= 12 and key in _norm(text):
+            problems.append(f"it leaks a later request ({intent!r})")
+    return problems
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+class SimUserTurnState(BaseModel):
+    """State of the LLM request writer's graph for one turn."""
+
+    system: str
+    facts: str
+    draft: str = ""
+    problems: list[str] = Field(default_factory=list)
+    rejected: list[str] = Field(default_factory=list)
+    attempts: int = 0
+    request: str = ""
+    strategy: str = ""
+
+
+def _parse_request(content: Any) -> str:
+    text = (
+        content
+        if isinstance(content, str)
+        else "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content or [])
+    )
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.strip("`").removeprefix("json").strip()
+    if stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError:
+            return text.strip()
+        if isinstance(data, dict) and isinstance(data.get("request"), str):
+            return data["request"].strip()
+    return text.strip()
+
+
+def build_simuser_graph(model: BaseChatModel, ctx: TurnContext, max_attempts: int = 2) -> Any:
+    """draft (LLM) -> validate -> (done | draft again with the problems | programmatic fallback)."""
+
+    async def draft(state: SimUserTurnState) -> dict[str, Any]:
+        messages = [SystemMessage(state.system), HumanMessage(state.facts)]
+        if state.problems:
+            messages.append(
+                HumanMessage(
+                    "Your last draft was rejected: "
+                    + "; ".join(state.problems)
+                    + ". Write it again."
+                )
+            )
+        reply = await model.ainvoke(messages)
+        return {"draft": _parse_request(reply.content), "attempts": state.attempts + 1}
+
+    def validate(state: SimUserTurnState) -> dict[str, Any]:
+        problems = validate_request(state.draft, ctx)
+        if problems:
+            return {"problems": problems, "rejected": [*state.rejected, state.draft]}
+        return {"problems": [], "request": state.draft, "strategy": "llm"}
+
+    def fallback(state: SimUserTurnState) -> dict[str, Any]:
+        return {"request": ctx.template, "strategy": "programmatic-fallback"}
+
+    def route(state: SimUserTurnState) -> str:
+        if not state.problems:
+            return END
+        return "draft" if state.attempts < max_attempts else "fallback"
+
+    g = StateGraph(SimUserTurnState)
+    g.add_node("draft", draft)
+    g.add_node("validate", validate)
+    g.add_node("fallback", fallback)
+    g.add_edge(START, "draft")
+    g.add_edge("draft", "validate")
+    g.add_conditional_edges("validate", route, ["draft", "fallback", END])
+    g.add_edge("fallback", END)
+    return g.compile()
+
+
+_SYSTEM = (
+    "You play a user talking to an AI assistant that can use business tools. You are {role}; "
+    "your style: {style}. Write ONLY your next message to the assistant, asking for exactly one "
+    'thing. Reply as JSON: {{"request": "..."}}.'
+)
+
+
+class LLMRequestWriter:
+    """A chat model phrases each request; the output is validated and falls back to the template."""
+
+    def __init__(self, model: BaseChatModel, *, max_attempts: int = 2) -> None:
+        self.model = model
+        self.max_attempts = max_attempts
+        self.strategy = (
+            getattr(model, "model_name", None)
+            or getattr(model, "model", None)
+            or type(model).__name__
+        )
+        self.log: list[SimUserTurnState] = []
+
+    async def write(self, ctx: TurnContext) -> str:
+        must = "; ".join(ctx.required) or "(none)"
+        facts = (
+            f"What you want now: {ctx.node.intent}\n"
+            f"A plain version of the message: {ctx.template}\n"
+            f"You must mention these values verbatim: {must}\n"
+            "Do not mention anything else you will ask for later, and do not state values the "
+            "plain version does not state."
+        )
+        state = SimUserTurnState(
+            system=_SYSTEM.format(role=ctx.persona.role, style=ctx.persona.style), facts=facts
+        )
+        graph = build_simuser_graph(self.model, ctx, self.max_attempts)
+        try:
+            result = SimUserTurnState.model_validate(await graph.ainvoke(state))
+        except Exception as exc:  # a broken model must not stop the rollout: use the template
+            result = state.model_copy(
+                update={
+                    "request": ctx.template,
+                    "strategy": "programmatic-fallback",
+                    "problems": [f"model call failed: {type(exc).__name__}"],
+                }
+            )
+        self.log.append(result)
+        return result.request
+
+
+@dataclass
+class DisclosedTurn:
+    node_id: str
+    request: str
+    strategy: str
+
+
+@dataclass
+class SimUser:
+    """Discloses the graph's atomic tasks one per turn, in stable topological order."""
+
+    graph: TaskGraph
+    disclosure: Disclosure
+    persona: Persona
+    writer: RequestWriter = field(default_factory=ProgrammaticRequestWriter)
+    order: list[str] = field(init=False)
+    turns: list[DisclosedTurn] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.order = disclosure_order(self.graph)
+
+    def context(self, index: int) -> TurnContext:
+        node = self.graph.node(self.order[index])
+        required = required_values(node, self.disclosure, self.graph.bindings)
+        allowed = {
+            v.lower()
+            for nid in self.order[: index + 1]
+            for v in required_values(self.graph.node(nid), self.disclosure, self.graph.bindings)
+        }
+        forbidden: set[str] = set(hidden_values(node, self.disclosure, self.graph.bindings))
+        for later in self.order[index + 1 :]:
+            forbidden.update(
+                required_values(self.graph.node(later), self.disclosure, self.graph.bindings)
+            )
+        forbidden = {v for v in forbidden if v.lower() not in allowed and len(v) >= 3}
+        return TurnContext(
+            graph=self.graph,
+            node=node,
+            index=index,
+            persona=self.persona,
+            disclosure=self.disclosure,
+            required=required,
+            forbidden=sorted(forbidden),
+            future_intents=[self.graph.node(n).intent for n in self.order[index + 1 :]],
+            template=render_request(self.graph, node, index, self.persona, self.disclosure),
+        )
+
+    @property
+    def done(self) -> bool:
+        return len(self.turns) >= len(self.order)
+
+    async def next_request(self) -> DisclosedTurn | None:
+        """The next turn's request, or None when every atomic task has been requested."""
+        if self.done:
+            return None
+        ctx = self.context(len(self.turns))
+        text = await self.writer.write(ctx)
+        strategy = self.writer.strategy
+        if self.writer.strategy != "programmatic" and text == ctx.template:
+            strategy = "programmatic-fallback"
+        turn = DisclosedTurn(node_id=ctx.node.id, request=text, strategy=strategy)
+        self.turns.append(turn)
+        return turn
+
+
+def build_simuser_view(
+    graph: TaskGraph, disclosure: Disclosure = Disclosure.FULL, seed: int | str = 0
+) -> TaskView:
+    """The SimUser view with its persona and the programmatic requests, one per node in order."""
+    persona = sample_persona(f"{graph.id}:{seed}")
+    order = disclosure_order(graph)
+    requests = [
+        render_request(graph, graph.node(nid), i, persona, disclosure)
+        for i, nid in enumerate(order)
+    ]
+    return TaskView(
+        mode=ViewMode.SIMUSER,
+        disclosure=disclosure,
+        persona=f"{persona.id}: {persona.describe()}",
+        requests=requests,
+    )
+
+
+def persona_of(view: TaskView, graph: TaskGraph, seed: int | str = 0) -> Persona:
+    """The persona a view names (falls back to sampling by seed)."""
+    if view.persona:
+        pid = view.persona.split(":", 1)[0]
+        for p in PERSONAS:
+            if p.id == pid:
+                return p
+    return sample_persona(f"{graph.id}:{seed}")

@@ -1,0 +1,160 @@
+import pytest
+from langchain_core.messages import AIMessage
+
+from weft_core.models import Disclosure, EdgeKind, TaskEdge, TaskGraph, ViewMode
+from weft_tasks.views import (
+    LLMRequestWriter,
+    SimUser,
+    ViewError,
+    build_view,
+    disclosure_order,
+    invariants_hash,
+    render_brief,
+    required_values,
+    sample_persona,
+)
+
+ALL_VIEWS = [(m, d) for m in ViewMode for d in Disclosure]
+
+
+@pytest.mark.parametrize(("mode", "disclosure"), ALL_VIEWS)
+def test_views_keep_objectives_dependencies_state_and_checks_fixed(graph, mode, disclosure):
+    before = invariants_hash(graph)
+    copy = graph.model_copy(deep=True)
+    view = build_view(graph, mode, disclosure, seed=3)
+    assert view.mode is mode and view.disclosure is disclosure
+    assert invariants_hash(graph) == before
+    assert graph == copy  # the graph object itself is untouched
+
+
+def test_every_view_has_the_same_invariants_across_modes_and_levels(graph):
+    hashes = set()
+    for mode, disclosure in ALL_VIEWS:
+        build_view(graph, mode, disclosure)
+        hashes.add(invariants_hash(graph))
+    assert len(hashes) == 1
+
+
+@pytest.mark.parametrize("disclosure", list(Disclosure))
+def test_user_known_inputs_are_kept_in_both_views(graph, disclosure):
+    agentic = build_view(graph, "agentic", disclosure)
+    simuser = build_view(graph, "simuser", disclosure)
+    for i, nid in enumerate(disclosure_order(graph)):
+        node = graph.node(nid)
+        for value in required_values(node, disclosure, graph.bindings):
+            assert value in agentic.brief
+            assert value in simuser.requests[i]
+        assert node.intent.rstrip(".").split()[-1] in agentic.brief
+
+
+def test_disclosure_levels_differ_in_explicitness(graph):
+    full = render_brief(graph, Disclosure.FULL)
+    vague = render_brief(graph, Disclosure.VAGUE)
+    # The ticket step's customer name is an attribute of the customer already identified by
+    # email: full states it, vague leaves it to the agent to look up.
+    assert "Ada Lovelace" in full.split("Complete all")[1]
+    assert "Ada Lovelace" not in vague.split("Complete all")[1]
+    assert "ada@example.com" in vague
+    assert "gold" in vague
+    n3 = graph.node("n3")
+    assert "Ada Lovelace" in required_values(n3, Disclosure.PARTIAL, graph.bindings)
+    assert "Ada Lovelace" not in required_values(n3, Disclosure.VAGUE, graph.bindings)
+
+
+async def test_simuser_discloses_one_request_per_turn_in_dependency_order(graph):
+    # Scramble the stored order: disclosure must still follow the dependencies.
+    scrambled = graph.model_copy(update={"order": ["n3", "n2", "n1"], "nodes": graph.nodes[::-1]})
+    sim = SimUser(scrambled, Disclosure.PARTIAL, sample_persona(1))
+    seen = []
+    while (turn := await sim.next_request()) is not None:
+        seen.append(turn.node_id)
+        node = scrambled.node(turn.node_id)
+        assert node.intent.rstrip(".").lower()[:20] in turn.request.lower()
+        later = [scrambled.node(n).intent for n in sim.order[len(seen) :]]
+        assert not any(intent.lower() in turn.request.lower() for intent in later)
+    assert seen == ["n1", "n2", "n3"]
+    assert await sim.next_request() is None
+
+
+def test_personas_are_seeded():
+    assert sample_persona(7) == sample_persona(7)
+    assert len({sample_persona(s).id for s in range(40)}) > 1
+
+
+def test_simuser_view_names_its_persona_and_has_one_request_per_node(graph):
+    view = build_view(graph, "simuser", "full", seed=5)
+    assert view.persona and view.persona.split(":")[0] == sample_persona(f"{graph.id}:5").id
+    assert len(view.requests) == len(graph.nodes)
+    assert view.brief is None
+
+
+def test_cycles_and_unknown_nodes_are_clear_errors(graph):
+    cyclic = graph.model_copy(
+        update={"edges": [*graph.edges, TaskEdge(source="n3", target="n1", kind=EdgeKind.STATE)]}
+    )
+    with pytest.raises(ViewError, match="cycle"):
+        disclosure_order(cyclic)
+    bad = graph.model_copy(
+        update={"edges": [TaskEdge(source="n1", target="nX", kind=EdgeKind.STATE)]}
+    )
+    with pytest.raises(ViewError, match="unknown node 'nX'|'nX'"):
+        build_view(bad, "agentic")
+    assert isinstance(cyclic, TaskGraph)
+
+
+async def test_llm_simulator_accepts_a_valid_persona_request(graph, scripted):
+    model = scripted(
+        [
+            AIMessage('{"request": "Morning! Could you pull up the account for ada@example.com?"}'),
+        ]
+    )
+    sim = SimUser(graph, Disclosure.FULL, sample_persona(1), LLMRequestWriter(model))
+    turn = await sim.next_request()
+    assert turn.request == "Morning! Could you pull up the account for ada@example.com?"
+    assert turn.strategy != "programmatic-fallback"
+
+
+async def test_llm_simulator_catches_a_leak_of_future_requests_and_falls_back(graph, scripted):
+    leaky = AIMessage(
+        "Find ada@example.com, then upgrade that customer to the gold tier and open a "
+        "high-priority support ticket about the tier upgrade."
+    )
+    model = scripted([leaky, leaky])
+    writer = LLMRequestWriter(model)
+    sim = SimUser(graph, Disclosure.FULL, sample_persona(1), writer)
+    turn = await sim.next_request()
+    assert turn.strategy == "programmatic-fallback"
+    assert turn.request == sim.context(0).template
+    problems = " ".join(writer.log[0].problems)
+    assert "leaks a later request" in problems or "must not reveal" in problems
+
+
+async def test_llm_simulator_catches_dropped_inputs_then_accepts_the_repair(graph, scripted):
+    model = scripted(
+        [
+            AIMessage('{"request": "Can you look up a customer for me?"}'),
+            AIMessage('{"request": "Can you look up the customer ada@example.com for me?"}'),
+        ]
+    )
+    writer = LLMRequestWriter(model)
+    sim = SimUser(graph, Disclosure.FULL, sample_persona(2), writer)
+    turn = await sim.next_request()
+    assert turn.request == "Can you look up the customer ada@example.com for me?"
+    assert writer.log[0].rejected == ["Can you look up a customer for me?"]
+    assert writer.log[0].strategy == "llm"
+
+
+async def test_vague_llm_request_that_states_a_hidden_value_is_rejected(graph):
+    # At vague level the ticket turn must not state the customer's name (retrievable).
+    sim = SimUser(graph, Disclosure.VAGUE, sample_persona(2))
+    for _ in range(2):
+        await sim.next_request()
+    ctx = sim.context(2)
+    assert "Ada Lovelace" in ctx.forbidden
+    from weft_tasks.views import validate_request
+
+    text = (
+        "Open a high-priority ticket for Ada Lovelace (ada@example.com), subject "
+        "Gold tier upgrade, priority high"
+    )
+    assert any("Ada Lovelace" in p for p in validate_request(text, ctx))
