@@ -97,7 +97,7 @@ def test_cycles_and_unknown_nodes_are_clear_errors(graph):
     bad = graph.model_copy(
         update={"edges": [TaskEdge(source="n1", target="nX", kind=EdgeKind.STATE)]}
     )
-    with pytest.raises(ViewError, match="unknown node 'nX'|'nX'"):
+    with pytest.raises(ViewError, match="'nX'"):
         build_view(bad, "agentic")
     assert isinstance(cyclic, TaskGraph)
 
