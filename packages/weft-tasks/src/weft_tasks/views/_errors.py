@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from weft_core.exceptions import UserError
+from weft_tasks.exceptions import TasksUserError
 
 
-class ViewError(UserError):
+class ViewError(TasksUserError):
     """A task graph cannot be presented as a view (cycle, unknown node, bad disclosure)."""
