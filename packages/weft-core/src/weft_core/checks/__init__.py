@@ -1,0 +1,16 @@
+"""The completion-check evaluator: checks (weft_core.models.check) against execution evidence."""
+
+from weft_core.checks._evaluate import evaluate, parse_checks
+from weft_core.checks._evidence import Evidence, EvidenceError, evidence_from_paths, load_ledger
+from weft_core.checks._values import json_subset, values_equal
+
+__all__ = [
+    "Evidence",
+    "EvidenceError",
+    "evaluate",
+    "evidence_from_paths",
+    "json_subset",
+    "load_ledger",
+    "parse_checks",
+    "values_equal",
+]

@@ -1,0 +1,125 @@
+"""Evidence: what a verifier may read about one MCP session after a rollout."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, PrivateAttr, ValidationError
+
+from weft_core.exceptions import UserError
+from weft_core.models._base import WeftModel
+from weft_core.models.ledger import LedgerEntry
+from weft_core.state import (
+    DBState,
+    StateDiff,
+    WorkspaceDiff,
+    WorkspaceState,
+    capture_db,
+    capture_workspace,
+    diff_db,
+    diff_workspace,
+)
+
+
+class EvidenceError(UserError):
+    """Evidence could not be assembled (e.g. a malformed ledger file)."""
+
+
+class Evidence(WeftModel):
+    """One MCP session's initial and final DB, their diff, its ledger and its workspace.
+
+    `diff` is computed from `initial` and `final` when not given. Any part may be absent; a check
+    that needs an absent part fails with a reason saying so.
+    """
+
+    mcp: str | None = Field(default=None, description="MCP id, when known.")
+    initial: DBState | None = None
+    final: DBState | None = None
+    diff: StateDiff | None = None
+    ledger: list[LedgerEntry] = Field(default_factory=list)
+    workspace_before: WorkspaceState | None = None
+    workspace_after: WorkspaceState | None = None
+
+    _diff: StateDiff | None = PrivateAttr(default=None)
+
+    def state_diff(self) -> StateDiff | None:
+        if self.diff is not None:
+            return self.diff
+        if self._diff is None and self.initial is not None and self.final is not None:
+            self._diff = diff_db(self.initial, self.final)
+        return self._diff
+
+    def workspace_diff(self) -> WorkspaceDiff | None:
+        if self.workspace_after is None:
+            return None
+        return diff_workspace(self.workspace_before or WorkspaceState(), self.workspace_after)
+
+
+def load_ledger(
+    source: str | os.PathLike[str] | Iterable[LedgerEntry | Mapping[str, Any]],
+) -> list[LedgerEntry]:
+    """Ledger entries from objects, dicts, or a `.jsonl` / `.json` file; errors name the entry."""
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise EvidenceError(f"{path}: cannot read ledger: {exc.strerror}") from None
+        items: list[tuple[str, Any]] = []
+        if text.lstrip().startswith("["):
+            try:
+                items = [(f"{path} item {i}", v) for i, v in enumerate(json.loads(text))]
+            except ValueError as exc:
+                raise EvidenceError(f"{path}: ledger is not valid JSON: {exc}") from None
+        else:
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        items.append((f"{path} line {n}", json.loads(line)))
+                    except ValueError as exc:
+                        raise EvidenceError(f"{path} line {n}: not valid JSON: {exc}") from None
+    else:
+        items = [(f"ledger entry {i}", v) for i, v in enumerate(source)]
+    entries = []
+    for where, item in items:
+        if isinstance(item, LedgerEntry):
+            entries.append(item)
+            continue
+        try:
+            entries.append(LedgerEntry.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "(root)"
+            raise EvidenceError(f"{where}: not a ledger entry: {loc}: {first['msg']}") from None
+    return entries
+
+
+def evidence_from_paths(
+    initial_db: str | os.PathLike[str] | None = None,
+    final_db: str | os.PathLike[str] | None = None,
+    ledger: str | os.PathLike[str] | Iterable[LedgerEntry | Mapping[str, Any]] | None = None,
+    workspace_before: str | os.PathLike[str] | None = None,
+    workspace_after: str | os.PathLike[str] | None = None,
+    *,
+    mcp: str | None = None,
+    frozen: bool = False,
+) -> Evidence:
+    """Capture evidence from real SQLite files and directories (read-only).
+
+    `frozen=True` opens the DBs as immutable snapshots (no locking); use it only for files no
+    process writes any more, such as the DBs of a frozen session group.
+    """
+    return Evidence(
+        mcp=mcp,
+        initial=capture_db(initial_db, immutable=frozen) if initial_db is not None else None,
+        final=capture_db(final_db, immutable=frozen) if final_db is not None else None,
+        ledger=load_ledger(ledger) if ledger is not None else [],
+        workspace_before=capture_workspace(workspace_before)
+        if workspace_before is not None
+        else None,
+        workspace_after=capture_workspace(workspace_after) if workspace_after is not None else None,
+    )

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from weft_core.checks import Evidence, EvidenceError, evaluate, evidence_from_paths, load_ledger
+from weft_core.state import StateError
+
+
+def test_evidence_from_paths_captures_and_diffs(shop_paths: dict[str, Path]) -> None:
+    ev = evidence_from_paths(shop_paths["initial"], shop_paths["final"], frozen=True)
+    diff = ev.state_diff()
+    assert diff is not None
+    assert diff.summary()["order"] == {"inserts": 1, "updates": 1, "deletes": 0}
+    assert ev.state_diff() is diff  # computed once
+    assert ev.workspace_diff() is None
+    assert ev.ledger == []
+
+
+def test_workspace_diff(shop_paths: dict[str, Path]) -> None:
+    ev = evidence_from_paths(
+        workspace_before=shop_paths["before"], workspace_after=shop_paths["after"]
+    )
+    wdiff = ev.workspace_diff()
+    assert wdiff is not None and sorted(wdiff.added) == ["blob.bin", "reports/summary.md"]
+
+
+def test_ledger_from_jsonl_and_json(tmp_path: Path) -> None:
+    entry = {
+        "seq": 0,
+        "session_id": "s",
+        "mcp": "m",
+        "tool": "t",
+        "arguments": {"a": 1},
+        "result": "ok",
+    }
+    jsonl = tmp_path / "ledger.jsonl"
+    jsonl.write_text(json.dumps(entry) + "\n\n" + json.dumps({**entry, "seq": 1}) + "\n")
+    assert [e.seq for e in load_ledger(jsonl)] == [0, 1]
+    as_json = tmp_path / "ledger.json"
+    as_json.write_text(json.dumps([entry]))
+    ev = evidence_from_paths(ledger=as_json)
+    assert evaluate([{"kind": "call_made", "tool": "t", "arguments": {"a": 1}}], ev).passed
+
+
+def test_bad_ledger_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "ledger.jsonl"
+    bad.write_text('{"seq": 0, "session_id": "s", "mcp": "m", "tool": "t"}\n{"seq": "x"}\n')
+    with pytest.raises(EvidenceError, match=r"line 2: not a ledger entry: seq"):
+        load_ledger(bad)
+    bad.write_text("{not json\n")
+    with pytest.raises(EvidenceError, match="line 1: not valid JSON"):
+        load_ledger(bad)
+    with pytest.raises(EvidenceError, match="cannot read ledger"):
+        load_ledger(tmp_path / "missing.jsonl")
+    with pytest.raises(EvidenceError, match="ledger entry 0"):
+        load_ledger([{"tool": "t"}])
+
+
+def test_missing_db_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(StateError):
+        evidence_from_paths(tmp_path / "nope.sqlite")
+
+
+def test_evidence_round_trips_through_json(shop: Evidence) -> None:
+    again = Evidence.model_validate_json(shop.model_dump_json())
+    checks = [{"kind": "no_other_changes"}, {"kind": "call_made", "tool": "ship_order"}]
+    assert evaluate(checks, again) == evaluate(checks, shop)
