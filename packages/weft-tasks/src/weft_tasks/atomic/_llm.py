@@ -1,0 +1,81 @@
+"""Ask a chat model for one pydantic object, and catch it when the answer is not one.
+
+Works with any LangChain chat model: the answer may arrive as a tool call (models with native
+structured output / tool binding) or as JSON in the message text (plain models, fenced or not).
+A wrong answer is fed back once per retry with the validation error, the way an agent
+conversation would correct it; after the retries an `LLMOutputError` names what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, ValidationError
+
+from weft_tasks.exceptions import LLMOutputError
+
+M = TypeVar("M", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def _payload(message: BaseMessage) -> Any:
+    if isinstance(message, AIMessage) and message.tool_calls:
+        return message.tool_calls[0]["args"]
+    text = message.content if isinstance(message.content, str) else json.dumps(message.content)
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise ValueError("the answer holds no JSON object")
+    return json.loads(text[start:].strip().rstrip("`"))
+
+
+def ask_structured(
+    llm: BaseChatModel,
+    schema: type[M],
+    system: str,
+    prompt: str,
+    *,
+    retries: int = 1,
+    what: str = "answer",
+) -> M:
+    """Invoke `llm` and return a validated `schema` instance, retrying with the error shown."""
+    try:
+        model: Any = llm.bind_tools([schema])
+    except (NotImplementedError, AttributeError):
+        model = llm
+    messages: list[BaseMessage] = [
+        SystemMessage(system),
+        HumanMessage(
+            f"{prompt}\n\nAnswer with one JSON object matching this JSON Schema:\n"
+            f"{json.dumps(schema.model_json_schema())}"
+        ),
+    ]
+    last_error = ""
+    for _ in range(retries + 1):
+        reply = model.invoke(messages)
+        try:
+            return schema.model_validate(_payload(reply))
+        except (ValueError, ValidationError) as exc:
+            last_error = _short(exc)
+            messages += [
+                reply,
+                HumanMessage(
+                    f"That {what} is invalid: {last_error}. Answer again with valid JSON."
+                ),
+            ]
+    raise LLMOutputError(f"the model gave no valid {what}: {last_error}")
+
+
+def _short(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+        return f"{loc}: {err['msg']}"
+    return str(exc)[:300]

@@ -1,0 +1,107 @@
+"""E2E execution validation of atomic tasks through real MegaMCP sessions (App. A.1 (i)).
+
+Each task gets its own session group cloned from the bundle's seed state (an independently
+initialized state), its reference calls run as real MCP calls with the session's token, the group
+is frozen and the task's completion conditions are evaluated server-side on the session's
+initial and final DB, workspace and ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from weft_core.models import AtomicTask, Check, EvaluationResult, ValidationEvidence
+from weft_tasks.atomic.bundle import BundleView
+from weft_tasks.atomic.execution import input_values, render_checks, run_calls
+from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256, megamcp_client
+
+
+def checks_payload(checks: Sequence[Check], mcp_id: str | None = None) -> list[dict[str, Any]]:
+    """Checks as the MegaMCP verifier takes them, pinned to `mcp_id` when given."""
+    out = []
+    for c in checks:
+        data = c.model_dump(mode="json")
+        if mcp_id is not None and data.get("mcp") in (None, ""):
+            data["mcp"] = mcp_id
+        out.append(data)
+    return out
+
+
+class MegaMCPValidator:
+    """`TaskValidator` on a MegaMCP client; `concurrency` groups run at the same time."""
+
+    def __init__(
+        self, client: Any, *, concurrency: int = 8, registrar: Registrar | None = None
+    ) -> None:
+        self.client = client
+        self.registrar = registrar or Registrar(client)
+        self._sem = asyncio.Semaphore(concurrency)
+        self.calls = 0
+
+    async def validate(
+        self, bundle: BundleView, tasks: Sequence[AtomicTask]
+    ) -> list[ValidationEvidence]:
+        mcp_id = await self.registrar.mcp_id(bundle.path)
+        seed_hash = file_sha256(bundle.seed_path)
+        return list(await asyncio.gather(*(self._one(bundle, mcp_id, seed_hash, t) for t in tasks)))
+
+    async def _one(
+        self, bundle: BundleView, mcp_id: str, seed_hash: str, task: AtomicTask
+    ) -> ValidationEvidence:
+        env = input_values(task)
+        try:
+            checks = render_checks(task.checks, env)
+        except ValueError as exc:
+            return ValidationEvidence(passed=False, error=f"checks cannot be instantiated: {exc}")
+        async with self._sem:
+            group = await self.client.create_group(
+                mcps={mcp_id: None}, verifier={"final": checks_payload(checks)}, task_id=task.id
+            )
+            try:
+                caller = GroupCaller(self.client, group, {bundle.mcp: mcp_id})
+                run = await run_calls(caller, bundle.mcp, task.reference_calls, env)
+                self.calls += caller.calls
+                if not run.ok:
+                    return ValidationEvidence(
+                        passed=False,
+                        error=run.diagnostic,
+                        ledger_size=caller.calls,
+                        initial_state_hash=seed_hash,
+                    )
+                await self.client.freeze(group)
+                res = await self.client.verify(group)
+            finally:
+                await self.client.close(group)
+        if getattr(res, "error", None):
+            return ValidationEvidence(
+                passed=False,
+                error=f"verifier: {res.error}",
+                ledger_size=caller.calls,
+                initial_state_hash=seed_hash,
+            )
+        evaluation = EvaluationResult(outcomes=list(res.outcomes))
+        return ValidationEvidence(
+            passed=evaluation.passed,
+            evaluation=evaluation,
+            ledger_size=caller.calls,
+            initial_state_hash=seed_hash,
+        )
+
+
+async def run_library_task(library: Path, task_id: str) -> ValidationEvidence:
+    """Re-run one library task's E2E test (what `tests/test_<id>.py` in a library calls)."""
+    from weft_tasks.atomic.library import load_mcp_library
+
+    lib = load_mcp_library(library)
+    task = next((t for t in lib.tasks if t.id == task_id), None)
+    if task is None:
+        raise KeyError(f"{library}: no task {task_id!r}")
+    async with megamcp_client(
+        os.environ.get("WEFT_MEGAMCP_URL"), os.environ.get("WEFT_MEGAMCP_ADMIN_TOKEN")
+    ) as client:
+        (evidence,) = await MegaMCPValidator(client, concurrency=1).validate(lib.bundle, [task])
+    return evidence

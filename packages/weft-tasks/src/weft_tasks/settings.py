@@ -1,0 +1,56 @@
+"""Settings of weft-tasks (environment prefix `WEFT_TASKS_`)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class TasksSettings(BaseSettings):
+    """Knobs of atomic-task certification and composition; CLI options override them."""
+
+    model_config = SettingsConfigDict(env_prefix="WEFT_TASKS_", extra="ignore")
+
+    model: str | None = Field(
+        default=None,
+        description="Chat model for the LLM strategies ('openai:MODEL'); unset = programmatic strategies.",
+    )
+    megamcp_url: str | None = Field(
+        default=None, description="URL of a running MegaMCP host; unset = start an embedded one."
+    )
+    megamcp_admin_token: str | None = Field(
+        default=None, description="Admin token of the MegaMCP host named by megamcp_url."
+    )
+    round_budget: int = Field(
+        default=4,
+        ge=1,
+        description="Algorithm 1 budget R: synthesis rounds, the first validation round included.",
+    )
+    target_coverage: float = Field(
+        default=1.0, gt=0.0, le=1.0, description="Algorithm 1 target tool coverage eta."
+    )
+    max_chain_length: int = Field(
+        default=4, ge=1, description="Longest ordered tool chain an atomic task may have."
+    )
+    surplus: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="Capacity surplus rho: candidate atomic tasks drawn per needed node, as a fraction.",
+    )
+    coherence_attempts: int = Field(
+        default=6,
+        ge=1,
+        description="Combinations tried per sample before resampling the profile's domains.",
+    )
+    max_attempts_factor: int = Field(
+        default=20,
+        ge=1,
+        description="Give up on a profile after quota x this many rejected samples.",
+    )
+    distractors_per_table: int = Field(
+        default=3, ge=0, description="Distractor rows added per table in grounding round (iii)."
+    )
+    concurrency: int = Field(
+        default=8, ge=1, description="Validations / replays run at the same time against MegaMCP."
+    )
+    seed: int = Field(default=0, description="Random seed of sampling and synthesis.")
