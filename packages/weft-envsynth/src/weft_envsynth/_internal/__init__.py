@@ -1,0 +1,1 @@
+"""Private helpers of weft-envsynth."""

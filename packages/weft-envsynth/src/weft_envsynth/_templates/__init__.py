@@ -1,0 +1,1 @@
+"""Source files copied verbatim into every EnvBundle."""

@@ -1,0 +1,509 @@
+"""Node 1, analyze: shared entities, relations and each tool's effects from the complete tool set.
+
+Programmatic strategy: verbs and nouns in tool names, argument names and JSON types, `*_id`
+references between tools. LLM strategy: the chat model returns an `Analysis` (structured output),
+which is checked against the spec and repaired from the programmatic result where it is wrong.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from weft_core.models import (
+    Entity,
+    EntityField,
+    MCPSpec,
+    Relation,
+    StateKind,
+    StateTransition,
+    ToolSpec,
+)
+from weft_core.models.env import Operation
+from weft_envsynth._internal import words as W
+from weft_envsynth._internal.jsonschema import field_type, schema_type, string_enum
+from weft_envsynth.errors import SpecRejected
+from weft_envsynth.plans import Analysis, ToolEffect
+
+_WRITE_OPS = {"create", "update", "delete", "action"}
+_FILE_VERBS: dict[str, Operation] = {
+    "read": "file_read",
+    "get": "file_read",
+    "cat": "file_read",
+    "view": "file_read",
+    "open": "file_read",
+    "show": "file_read",
+    "fetch": "file_read",
+    "load": "file_read",
+    "download": "file_read",
+    "write": "file_write",
+    "create": "file_write",
+    "save": "file_write",
+    "append": "file_write",
+    "edit": "file_write",
+    "update": "file_write",
+    "put": "file_write",
+    "upload": "file_write",
+    "move": "file_write",
+    "copy": "file_write",
+    "rename": "file_write",
+    "make": "file_write",
+    "mkdir": "file_write",
+    "list": "file_list",
+    "ls": "file_list",
+    "tree": "file_list",
+    "browse": "file_list",
+    "search": "file_list",
+    "find": "file_list",
+    "glob": "file_list",
+    "delete": "file_delete",
+    "remove": "file_delete",
+    "rm": "file_delete",
+    "unlink": "file_delete",
+}
+_PEOPLE = {
+    "customer",
+    "employee",
+    "user",
+    "contact",
+    "person",
+    "member",
+    "patient",
+    "student",
+    "agent",
+    "client",
+    "candidate",
+    "attendee",
+    "owner",
+    "assignee",
+    "author",
+}
+_TABLE_RESERVED = {"alembic_version", "sqlite_master", "sqlite_sequence", "workspace"}
+
+
+def id_argument_entity(arg: str) -> str | None:
+    """'customer_id' / 'customerId' -> 'customer'; None for other names."""
+    ws = W.split_words(arg)
+    if len(ws) >= 2 and ws[-1] == "id":
+        return "_".join(W.singular(w) for w in ws[:-1])
+    return None
+
+
+def _norm_arg(arg: str) -> str:
+    ident = W.identifier(arg)
+    for prefix in ("new_", "updated_"):
+        if ident.startswith(prefix) and len(ident) > len(prefix):
+            return ident[len(prefix) :]
+    return ident
+
+
+def _is_file_tool(tool: ToolSpec, words: list[str]) -> bool:
+    if any(
+        w in {"file", "files", "directory", "directories", "folder", "folders", "dir", "mkdir"}
+        for w in words
+    ):
+        return True
+    props = {W.identifier(a) for a in tool.properties}
+    return bool(props & {"path", "file_path", "filepath"}) and any(
+        w in _FILE_VERBS for w in words[:1]
+    )
+
+
+def classify_operation(tool: ToolSpec) -> tuple[Operation, str | None]:
+    """The tool's operation and the verb that decided it (None when none was found)."""
+    words = W.split_words(tool.name)
+    if _is_file_tool(tool, words):
+        for w in words:
+            if w in _FILE_VERBS:
+                return _FILE_VERBS[w], w
+        return "file_read", None
+    scan = words[:1] + words[1:]
+    for w in scan:
+        if w in W.TRANSITION_VERBS and w not in {
+            "start",
+            "return",
+            "send",
+            "hold",
+            "release",
+            "restore",
+        }:
+            return "action", w
+        if w in W.CREATE_VERBS:
+            return "create", w
+        if w in W.DELETE_VERBS:
+            return "delete", w
+        if w in W.UPDATE_VERBS:
+            return "update", w
+        if w in W.LIST_VERBS:
+            return "list", w
+        if w in W.SEARCH_VERBS:
+            return "search", w
+        if w in W.READ_VERBS:
+            return "read", w
+        if w in W.TRANSITION_VERBS:
+            return "action", w
+    props = {W.identifier(a) for a in tool.properties}
+    if props & W.QUERY_ARGS:
+        return "search", None
+    if any(id_argument_entity(a) for a in tool.properties) or "id" in props:
+        return "read", None
+    return "compute", None
+
+
+def _noun_words(tool: ToolSpec, verb: str | None, server_words: set[str]) -> list[str]:
+    out = []
+    for w in W.split_words(tool.name):
+        if w == verb or w in W.STOP_NOUNS or w in server_words or w.isdigit():
+            continue
+        if (
+            w
+            in W.CREATE_VERBS
+            | W.READ_VERBS
+            | W.LIST_VERBS
+            | W.SEARCH_VERBS
+            | W.UPDATE_VERBS
+            | W.DELETE_VERBS
+        ):
+            continue
+        out.append(W.singular(w))
+    return out
+
+
+def _entity_name(raw: str) -> str:
+    name = W.identifier(raw, prefix="e")
+    if name in _TABLE_RESERVED or name.startswith("sqlite"):
+        name = f"{name}_entity"
+    return name[:48]
+
+
+class _EntityDraft:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.key: str | None = None
+        self.key_type: str = "string"
+        self.fields: dict[str, EntityField] = {}
+        self.written = False
+        self.tools: list[str] = []
+        self.description = ""
+
+    def add_field(self, name: str, schema: Any, *, description: str = "") -> None:
+        ftype = field_type(schema)
+        enum = string_enum(schema)
+        if name in self.fields:
+            existing = self.fields[name]
+            if existing.type != ftype and ftype != "json":
+                # Tools disagree about the type: keep the wider one so every tool's values fit.
+                widened = "number" if {existing.type, ftype} == {"integer", "number"} else "string"
+                if existing.type == "json":
+                    widened = "json"
+                self.fields[name] = existing.model_copy(update={"type": widened, "enum": None})
+            elif enum and existing.enum:
+                merged = list(dict.fromkeys(existing.enum + enum))
+                self.fields[name] = existing.model_copy(update={"enum": merged})
+            return
+        self.fields[name] = EntityField(
+            name=name,
+            type=ftype,
+            description=(description or "")[:200],
+            enum=enum if ftype == "string" else None,
+        )
+
+
+def analyze_programmatic(spec: MCPSpec) -> Analysis:
+    """Infer entities, relations and tool effects from names, descriptions and argument schemas."""
+    if not spec.tools:
+        raise SpecRejected("the spec has no tools", source=spec.source)
+    server_words = {w for w in W.split_words(spec.name) if len(w) > 2} - {
+        "file",
+        "files",
+        "order",
+        "orders",
+    }
+    ops: dict[str, tuple[Operation, str | None]] = {
+        t.name: classify_operation(t) for t in spec.tools
+    }
+
+    # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
+    id_entities: Counter[str] = Counter()
+    for t in spec.tools:
+        for arg in t.properties:
+            ent = id_argument_entity(arg)
+            if ent:
+                id_entities[_entity_name(ent)] += 1
+    noun_of: dict[str, list[str]] = {}
+    write_nouns: set[str] = set()
+    for t in spec.tools:
+        op, verb = ops[t.name]
+        nouns = _noun_words(t, verb, server_words)
+        noun_of[t.name] = nouns
+        if op in _WRITE_OPS and nouns:
+            write_nouns.add(_entity_name("_".join(nouns[-2:])))
+            write_nouns.add(_entity_name(nouns[-1]))
+    candidates = set(id_entities) | write_nouns
+
+    drafts: dict[str, _EntityDraft] = {}
+    tool_entity: dict[str, str | None] = {}
+    for t in spec.tools:
+        op, _verb = ops[t.name]
+        if op.startswith("file_"):
+            tool_entity[t.name] = None
+            continue
+        nouns = noun_of[t.name]
+        chosen: str | None = None
+        phrases = ["_".join(nouns[i:]) for i in range(len(nouns))] + ["_".join(nouns[:1])]
+        for p in phrases:
+            if p and _entity_name(p) in candidates:
+                chosen = _entity_name(p)
+                break
+        if chosen is None:
+            for n in reversed(nouns):
+                if _entity_name(n) in candidates:
+                    chosen = _entity_name(n)
+                    break
+        if chosen is None:
+            own_ids = [id_argument_entity(a) for a in t.required if id_argument_entity(a)]
+            if own_ids and op in {"read", "update", "delete", "action"}:
+                chosen = _entity_name(own_ids[-1] or "")
+        if chosen is None:
+            chosen = _entity_name("_".join(nouns[-2:]) if nouns else t.name)
+        tool_entity[t.name] = chosen
+        drafts.setdefault(chosen, _EntityDraft(chosen)).tools.append(t.name)
+        if op in _WRITE_OPS:
+            drafts[chosen].written = True
+
+    # Fields, keys and references.
+    referenced: dict[str, str] = {}  # entity -> key type
+    for t in spec.tools:
+        ent = tool_entity[t.name]
+        if ent is None:
+            continue
+        d = drafts[ent]
+        op = ops[t.name][0]
+        for arg, schema in t.properties.items():
+            norm = _norm_arg(arg)
+            if norm in W.OPTION_ARGS and op in {"list", "search", "compute", "read"}:
+                continue
+            if norm in W.QUERY_ARGS and op in {"search", "list", "compute"}:
+                continue
+            target = id_argument_entity(arg)
+            if norm == "id" or (target is not None and _entity_name(target) == ent):
+                if d.key is None:
+                    d.key = "id" if norm == "id" else f"{ent}_id"
+                if schema_type(schema) == "integer":
+                    d.key_type = "integer"
+                continue
+            if target is not None:
+                tname = _entity_name(target)
+                referenced.setdefault(
+                    tname, "integer" if schema_type(schema) == "integer" else "string"
+                )
+            desc = schema.get("description", "") if isinstance(schema, dict) else ""
+            d.add_field(norm, schema, description=str(desc))
+        if not d.description:
+            d.description = t.description[:200]
+
+    for tname, ktype in referenced.items():
+        if tname not in drafts:
+            ref = _EntityDraft(tname)
+            ref.key, ref.key_type = f"{tname}_id", ktype
+            ref.add_field("name", {"type": "string"})
+            if tname in _PEOPLE or tname.split("_")[-1] in _PEOPLE:
+                ref.add_field("email", {"type": "string"})
+            ref.description = f"A {tname.replace('_', ' ')} referenced by id."
+            drafts[tname] = ref
+
+    # Status transitions of `action` tools.
+    transitions: dict[str, list[StateTransition]] = {}
+    for t in spec.tools:
+        op, verb = ops[t.name]
+        ent = tool_entity[t.name]
+        if op != "action" or ent is None or verb is None:
+            continue
+        d = drafts[ent]
+        to_value = W.TRANSITION_VERBS.get(verb, f"{verb}ed")
+        status_field = next((f for f in ("status", "state", "stage") if f in d.fields), "status")
+        f = d.fields.get(status_field)
+        if f is None or f.type != "string":
+            d.fields[status_field] = EntityField(
+                name=status_field, type="string", enum=["open"], description="Lifecycle state."
+            )
+            f = d.fields[status_field]
+        enum = list(f.enum or [])
+        match = next(
+            (v for v in enum if v.lower() in {to_value, to_value.replace("ll", "l")}), None
+        )
+        if match is None:
+            match = to_value
+            enum.append(to_value)
+        d.fields[status_field] = f.model_copy(update={"enum": enum})
+        transitions.setdefault(t.name, []).append(
+            StateTransition(entity=ent, field=status_field, to_value=match)
+        )
+    for tool, trs in transitions.items():
+        for tr in trs:
+            enum = drafts[tr.entity].fields[tr.field].enum or []
+            tr.from_values = [v for v in enum if v != tr.to_value]
+
+    entities: list[Entity] = []
+    relations: list[Relation] = []
+    for d in drafts.values():
+        key = d.key or ("id" if not d.written else f"{d.name}_id")
+        if key in d.fields:
+            d.fields.pop(key)
+        key_field = EntityField(
+            name=key,
+            type="integer" if d.key_type == "integer" else "string",
+            primary_key=True,
+            nullable=False,
+            description=f"Identifier of the {d.name.replace('_', ' ')}.",
+        )
+        fields = [key_field]
+        if not d.fields:
+            d.add_field("name", {"type": "string"})
+        if not d.written and d.tools:
+            # Reference data behind stateless tools needs content a caller can read and match.
+            for extra in ("title", "content"):
+                if extra not in d.fields:
+                    d.add_field(extra, {"type": "string"})
+        for f in d.fields.values():
+            target = id_argument_entity(f.name)
+            fk = None
+            if target and _entity_name(target) in drafts and _entity_name(target) != d.name:
+                tgt = drafts[_entity_name(target)]
+                tgt_key = tgt.key or ("id" if not tgt.written else f"{tgt.name}_id")
+                fk = f"{tgt.name}.{tgt_key}"
+                relations.append(Relation(source=f"{d.name}.{f.name}", target=fk))
+                f = f.model_copy(
+                    update={"type": "integer" if tgt.key_type == "integer" else "string"}
+                )
+            unique = f.name in W.UNIQUE_FIELDS and f.type == "string"
+            fields.append(
+                f.model_copy(update={"foreign_key": fk, "unique": unique, "nullable": True})
+            )
+        entities.append(
+            Entity(
+                name=d.name,
+                description=d.description,
+                key=key,
+                fields=fields,
+                reference_data=not d.written,
+            )
+        )
+    if not entities and not any(op.startswith("file_") for op, _ in ops.values()):
+        raise SpecRejected("no entity could be inferred from the tool set", source=spec.source)
+
+    by_name = {e.name: e for e in entities}
+    effects: list[ToolEffect] = []
+    for t in spec.tools:
+        op, verb = ops[t.name]
+        ent = tool_entity[t.name]
+        if ent is None:
+            kind = StateKind.WORKSPACE
+            reads = ["workspace"] if op in {"file_read", "file_list"} else []
+            writes = ["workspace"] if op in {"file_write", "file_delete"} else []
+        else:
+            e = by_name[ent]
+            kind = StateKind.STATELESS if e.reference_data else StateKind.DATABASE
+            reads = [ent]
+            writes = [ent] if op in _WRITE_OPS else []
+            for arg in t.properties:
+                target = id_argument_entity(arg)
+                if target and _entity_name(target) in by_name and _entity_name(target) != ent:
+                    reads.append(_entity_name(target))
+        effects.append(
+            ToolEffect(
+                tool=t.name,
+                operation=op,
+                state_kind=kind,
+                entity=ent,
+                reads=list(dict.fromkeys(reads)),
+                writes=writes,
+                transitions=transitions.get(t.name, []),
+                rationale=f"verb {verb!r}" if verb else "no verb; decided by arguments",
+            )
+        )
+    return Analysis(entities=entities, relations=relations, tools=effects)
+
+
+def check_analysis(spec: MCPSpec, analysis: Analysis) -> list[str]:
+    """Deterministic checks of an Analysis (used on LLM output): every problem found, as text."""
+    problems: list[str] = []
+    names = {t.name for t in spec.tools}
+    seen = {e.tool for e in analysis.tools}
+    for missing in sorted(names - seen):
+        problems.append(f"tool {missing!r} has no effect")
+    for extra in sorted(seen - names):
+        problems.append(f"effect for unknown tool {extra!r}")
+    ents = {e.name: e for e in analysis.entities}
+    for e in analysis.entities:
+        if W.identifier(e.name) != e.name:
+            problems.append(f"entity name {e.name!r} is not a snake_case identifier")
+        keys = [f for f in e.fields if f.primary_key]
+        if len(keys) != 1 or keys[0].name != e.key:
+            problems.append(
+                f"entity {e.name!r} must have exactly one primary key field named {e.key!r}"
+            )
+        seen_f: set[str] = set()
+        for f in e.fields:
+            if W.identifier(f.name) != f.name:
+                problems.append(f"field {e.name}.{f.name} is not a snake_case identifier")
+            if f.name in seen_f:
+                problems.append(f"field {e.name}.{f.name} is duplicated")
+            seen_f.add(f.name)
+            if f.foreign_key:
+                tgt, _, tf = f.foreign_key.partition(".")
+                if tgt not in ents or tf != ents[tgt].key:
+                    problems.append(
+                        f"field {e.name}.{f.name} references unknown key {f.foreign_key!r}"
+                    )
+    for eff in analysis.tools:
+        if eff.state_kind != StateKind.WORKSPACE and (eff.entity is None or eff.entity not in ents):
+            problems.append(f"tool {eff.tool!r} refers to unknown entity {eff.entity!r}")
+        if eff.operation.startswith("file_") != (eff.state_kind == StateKind.WORKSPACE):
+            problems.append(f"tool {eff.tool!r}: file operations and workspace state go together")
+        if eff.state_kind == StateKind.WORKSPACE:
+            continue
+        if eff.entity in ents:
+            ent = ents[eff.entity]
+            if eff.operation in _WRITE_OPS and ent.reference_data:
+                problems.append(f"tool {eff.tool!r} writes reference-data entity {ent.name!r}")
+            for tr in eff.transitions:
+                try:
+                    f = ent.field(tr.field)
+                except KeyError:
+                    problems.append(
+                        f"tool {eff.tool!r}: transition field {tr.entity}.{tr.field} does not exist"
+                    )
+                    continue
+                if f.enum and tr.to_value not in f.enum:
+                    problems.append(
+                        f"tool {eff.tool!r}: {tr.to_value!r} is not a value of {tr.entity}.{tr.field}"
+                    )
+    return problems
+
+
+def analyze(spec: MCPSpec, llm: Any = None) -> tuple[Analysis, list[str]]:
+    """Run the node: the LLM strategy when a model is given (checked, with fallback), else programmatic.
+
+    Returns the analysis and notes about what was repaired.
+    """
+    base = analyze_programmatic(spec)
+    if llm is None:
+        return base, []
+    from weft_envsynth._internal.llm import ask_structured, spec_digest
+
+    prompt = (
+        "Analyze this MCP tool set for a stateful environment. Infer the shared business entities "
+        "(snake_case names, fields with JSON types, one primary key each, foreign keys as 'entity.key'), "
+        "the relations, and for every tool: operation, state kind (database/workspace/stateless), "
+        "entity, reads, writes and status transitions.\n\n" + spec_digest(spec)
+    )
+    proposed, err = ask_structured(llm, Analysis, prompt)
+    if proposed is None:
+        return base, [f"analyze: model output unusable ({err}); used programmatic analysis"]
+    problems = check_analysis(spec, proposed)
+    if problems:
+        return base, [
+            f"analyze: model analysis rejected ({problems[0]}; {len(problems)} problem(s)); used programmatic"
+        ]
+    return proposed, ["analyze: model analysis accepted"]

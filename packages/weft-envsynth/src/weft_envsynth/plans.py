@@ -1,0 +1,133 @@
+"""The products the synthesis nodes hand each other (besides weft_core's EntityModel/ContractSet).
+
+Each is a pydantic model so an LLM strategy can be asked for it with structured output and the
+answer validated deterministically before use.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from weft_core.models import Entity, Relation, StateKind, StateTransition, WeftModel
+from weft_core.models.env import Operation
+
+IssueCategory = Literal["structural", "mapping", "runtime"]
+
+
+class ToolEffect(WeftModel):
+    """What `analyze` infers for one tool: its operation, state kind, entity, reads and writes."""
+
+    tool: str
+    operation: Operation
+    state_kind: StateKind
+    entity: str | None = Field(
+        default=None, description="The entity the tool is about (None for files)."
+    )
+    reads: list[str] = Field(default_factory=list)
+    writes: list[str] = Field(default_factory=list)
+    transitions: list[StateTransition] = Field(default_factory=list)
+    rationale: str = ""
+
+
+class Analysis(WeftModel):
+    """`analyze` product: shared entities, relations and per-tool effects of the complete tool set."""
+
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+    tools: list[ToolEffect] = Field(default_factory=list)
+
+    def effect(self, tool: str) -> ToolEffect:
+        for t in self.tools:
+            if t.tool == tool:
+                return t
+        raise KeyError(tool)
+
+
+class Transition(WeftModel):
+    field: str
+    to_value: str
+    from_values: list[str] = Field(default_factory=list)
+
+
+class RoutePlan(WeftModel):
+    """`backend` product for one tool: what its FastAPI route does, turned into source by templates.
+
+    `assignments` and `filters` map an entity field to the argument that supplies it.
+    """
+
+    tool: str
+    operation: Operation
+    entity: str | None = None
+    key_argument: str | None = Field(default=None, description="Argument holding the entity key.")
+    assignments: dict[str, str] = Field(
+        default_factory=dict, description="field -> argument written."
+    )
+    filters: dict[str, str] = Field(
+        default_factory=dict, description="field -> argument matched exactly."
+    )
+    text_argument: str | None = Field(
+        default=None, description="Free-text argument matched against text fields."
+    )
+    text_fields: list[str] = Field(default_factory=list)
+    limit_argument: str | None = None
+    references: dict[str, str] = Field(
+        default_factory=dict,
+        description="argument -> entity whose row must exist (foreign key check).",
+    )
+    transition: Transition | None = None
+    path_argument: str | None = None
+    target_argument: str | None = Field(
+        default=None, description="Second path (move/copy destination)."
+    )
+    content_argument: str | None = None
+    commit: bool = Field(default=True, description="Whether the route commits its session.")
+
+
+class BackendPlan(WeftModel):
+    routes: list[RoutePlan] = Field(default_factory=list)
+
+    def route(self, tool: str) -> RoutePlan:
+        for r in self.routes:
+            if r.tool == tool:
+                return r
+        raise KeyError(tool)
+
+
+class CheckRecord(WeftModel):
+    """One validation check that was run (validation.json lists every one)."""
+
+    tool: str
+    name: str
+    kind: Literal["structural", "normal", "boundary", "query", "update"]
+    passed: bool
+    category: IssueCategory | None = None
+    detail: str = ""
+    arguments: dict[str, Any] | None = None
+
+
+class ValidationReport(WeftModel):
+    round: int = 0
+    checks: list[CheckRecord] = Field(default_factory=list)
+    server_error: str | None = Field(
+        default=None, description="The server could not be built or started."
+    )
+
+    def failing_tools(self) -> dict[str, list[CheckRecord]]:
+        out: dict[str, list[CheckRecord]] = {}
+        for c in self.checks:
+            if not c.passed:
+                out.setdefault(c.tool, []).append(c)
+        return out
+
+    def passed_tools(self, tools: list[str]) -> list[str]:
+        failing = self.failing_tools()
+        ran = {c.tool for c in self.checks}
+        return [t for t in tools if t in ran and t not in failing]
+
+
+class SeedPlan(WeftModel):
+    """Sample rows per entity (table name -> rows), inserted into seed.sqlite in table order."""
+
+    rows: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)

@@ -1,0 +1,26 @@
+"""Settings of weft-envsynth (environment prefix WEFT_ENVSYNTH_)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class EnvSynthSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WEFT_ENVSYNTH_", extra="ignore")
+
+    rounds: int = Field(default=3, ge=0, description="Revision rounds after the first validation.")
+    seed_rows: int = Field(
+        default=6, ge=1, le=200, description="Sample rows per business entity in seed.sqlite."
+    )
+    reference_rows: int = Field(
+        default=8, ge=1, le=500, description="Synthesized reference rows per stateless-tool entity."
+    )
+    max_tools: int = Field(
+        default=300,
+        ge=1,
+        description="Specs with more tools than this are rejected (too big to certify).",
+    )
+    format_code: bool = Field(
+        default=True, description="ruff-format generated sources when ruff is installed."
+    )
