@@ -44,6 +44,7 @@ class Extracted:
     description: str | None = None
     requirements: list[str] = field(default_factory=list)
     version: int = 1
+    origin: str | None = None  # a Weft spec's own `source`, kept so re-loading keeps its hash
     options: ToolOptions = field(default_factory=ToolOptions)
     warnings: list[str] = field(default_factory=list)
 
@@ -95,6 +96,11 @@ def detect_format(data: Any) -> str:
         if _has_key(tools, "input_schema") and "name" in data:
             return SpecFormat.WEFT.value
         return SpecFormat.MCP_TOOLS_LIST.value
+    if "tools" in data:
+        # A malformed tool list still says what the document meant to be; extraction then
+        # reports the real problem ("'tools' is a dict, not a list").
+        weft = "schema_version" in data or "content_hash" in data
+        return (SpecFormat.WEFT if weft else SpecFormat.MCP_TOOLS_LIST).value
     if isinstance(data.get("functions"), list) or isinstance(data.get("function"), list | dict):
         return SpecFormat.OPENAI_FUNCTIONS.value
     if _is_openai_item(data):
@@ -192,6 +198,7 @@ def _extract_weft(data: dict[str, Any], source: str) -> Extracted:
         if isinstance(requirements, list)
         else [],
         version=version if isinstance(version, int) and version >= 1 else 1,
+        origin=_text(data.get("source")),
     )
 
 

@@ -89,7 +89,7 @@ def load_spec_dict(
             description=found.description or "",
             tools=tools,
             requirements=found.requirements,
-            source=source,
+            source=found.origin or source,
             version=found.version,
         ).sealed()
     except ValidationError as exc:

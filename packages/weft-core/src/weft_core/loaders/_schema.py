@@ -323,6 +323,8 @@ class _Normalizer:
                 out["type"] = [declared, "null"]
             elif isinstance(declared, list) and "null" not in declared:
                 out["type"] = [*declared, "null"]
+            if isinstance(out.get("enum"), list) and None not in out["enum"]:
+                out["enum"] = [*out["enum"], None]
         if "type" not in out:
             return
         raw = out["type"]
@@ -347,7 +349,7 @@ class _Normalizer:
                 self.warn(f"{path}: unknown type {name!r}; dropped (any value)")
                 continue
             json_type, fmt = alias
-            if key != json_type:
+            if name != json_type:
                 self.warn(f"{path}: type {name!r} rewritten as {json_type!r}")
             if fmt and "format" not in out:
                 out["format"] = fmt

@@ -54,6 +54,7 @@ class _Candidate:
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
     annotations: dict[str, Any] | None
+    original_name: str | None = None  # carried over when re-loading a Weft MCPSpec
     warnings: list[str] = field(default_factory=list)
 
 
@@ -101,7 +102,8 @@ def normalize_tools(
                     input_schema=cand.input_schema,
                     output_schema=cand.output_schema,
                     annotations=cand.annotations,
-                    original_name=cand.source_name if cand.source_name != cand.name else None,
+                    original_name=cand.original_name
+                    or (cand.source_name if cand.source_name != cand.name else None),
                 )
             )
         except ValidationError as exc:
@@ -138,7 +140,7 @@ def _candidate(entry: Any, index: int, opts: ToolOptions) -> _Candidate:
         warnings.append(f"tool {source_name!r}: {message}")
 
     description = entry.get("description")
-    if (source_name, description) in opts.not_tools:
+    if isinstance(description, str) and (source_name, description) in opts.not_tools:
         raise ToolRejected("a page element scraped as if it were a tool (not a tool)")
 
     input_schema = _input_schema(entry, opts, source_name, warn)
@@ -158,6 +160,7 @@ def _candidate(entry: Any, index: int, opts: ToolOptions) -> _Candidate:
         warn(f"empty description; synthesized {description!r} from the name")
 
     new_name = source_name if NAME_RE.match(source_name) else rewrite_name(source_name)
+    original = entry.get("original_name")
     return _Candidate(
         index=index,
         source_name=source_name,
@@ -166,6 +169,7 @@ def _candidate(entry: Any, index: int, opts: ToolOptions) -> _Candidate:
         input_schema=input_schema,
         output_schema=output_schema,
         annotations=annotations,
+        original_name=original if isinstance(original, str) and original else None,
         warnings=warnings,
     )
 
