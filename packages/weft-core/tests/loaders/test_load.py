@@ -235,7 +235,7 @@ def test_newer_weft_schema_version_is_refused(tmp_path: Path) -> None:
     path = write(
         tmp_path, "spec.json", json.dumps({"schema_version": 99, "name": "s", "tools": []})
     )
-    with pytest.raises(SpecError, match="schema_version 99 is newer .* upgrade weft-core"):
+    with pytest.raises(SpecError, match=r"schema_version 99 is newer .* upgrade weft-core"):
         load_spec_file(path)
 
 

@@ -120,9 +120,9 @@ def test_mutual_recursion_terminates() -> None:
 def test_unresolvable_and_external_refs_are_rejected_with_location() -> None:
     with pytest.raises(SchemaRejected, match=r"properties\.x: unresolvable \$ref '#/\$defs/Nope'"):
         norm({"type": "object", "properties": {"x": {"$ref": "#/$defs/Nope"}}})
-    with pytest.raises(SchemaRejected, match="external \\$ref 'https://example.com/s.json'"):
+    with pytest.raises(SchemaRejected, match=r"external \$ref 'https://example\.com/s\.json'"):
         norm({"type": "object", "properties": {"x": {"$ref": "https://example.com/s.json"}}})
-    with pytest.raises(SchemaRejected, match="\\$ref is a number"):
+    with pytest.raises(SchemaRejected, match=r"\$ref is a number"):
         norm({"type": "object", "properties": {"x": {"$ref": 3}}})
 
 

@@ -69,7 +69,7 @@ def test_identical_duplicates_dropped_different_ones_renamed() -> None:
         tool("search"),  # identical: dropped
         {**tool("search"), "description": "Another search."},  # different: renamed
     ]
-    tools, rejected, warnings = normalize_tools(raw)
+    tools, _, warnings = normalize_tools(raw)
     assert [t.name for t in tools] == ["search", "search_2"]
     assert tools[1].original_name == "search"
     assert tools[1].description == "Another search."
