@@ -1,0 +1,17 @@
+"""LLM configuration: one setting (string or ModelConfig) -> a LangChain chat model, or None.
+
+None means "no model": every LLM agent node then runs its programmatic strategy.
+"""
+
+from weft_core.llm._config import ModelConfig, parse_model_spec
+from weft_core.llm._factory import make_chat_model, make_chat_model_from_env
+from weft_core.llm._settings import ModelSettings, WeftLLMSettings
+
+__all__ = [
+    "ModelConfig",
+    "ModelSettings",
+    "WeftLLMSettings",
+    "make_chat_model",
+    "make_chat_model_from_env",
+    "parse_model_spec",
+]
