@@ -1,0 +1,28 @@
+"""Checkpoints and recovery (paper §3.3.3 "State recovery"): a generation-fenced CheckpointStore
+over fsspec, a DebouncedCheckpointer for live sessions, and a Reaper for interrupted shutdowns."""
+
+from weft_megamcp.checkpoints._errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    FencingError,
+    LeaseHeldError,
+)
+from weft_megamcp.checkpoints.checkpointer import DebouncedCheckpointer, backup_sqlite
+from weft_megamcp.checkpoints.reaper import Reaper, ReapReport, ShutdownJournal
+from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease, SessionStatus
+
+__all__ = [
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "CheckpointRef",
+    "CheckpointStore",
+    "DebouncedCheckpointer",
+    "FencingError",
+    "Lease",
+    "LeaseHeldError",
+    "ReapReport",
+    "Reaper",
+    "SessionStatus",
+    "ShutdownJournal",
+    "backup_sqlite",
+]

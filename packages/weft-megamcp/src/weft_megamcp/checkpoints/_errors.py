@@ -1,0 +1,21 @@
+"""Exceptions of the checkpoint layer."""
+
+from __future__ import annotations
+
+from weft_core.exceptions import UserError, WeftRuntimeError
+
+
+class CheckpointError(WeftRuntimeError):
+    """A checkpoint could not be written or read (storage failure, corrupt object)."""
+
+
+class FencingError(CheckpointError):
+    """The writer's lease generation is no longer current: another worker owns the session."""
+
+
+class LeaseHeldError(CheckpointError):
+    """The session is owned by another live worker and the caller did not ask to steal it."""
+
+
+class CheckpointNotFoundError(UserError):
+    """No checkpoint exists for the requested session."""

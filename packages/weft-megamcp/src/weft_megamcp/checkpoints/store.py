@@ -1,0 +1,426 @@
+"""CheckpointStore: immutable, generation-fenced session checkpoints on any fsspec filesystem.
+
+Layout under the store root (a local folder by default, `memory://`, `s3://bucket/prefix`, ...)::
+
+    <session>/leases/g<generation>.json          one per ownership change, created exclusively
+    <session>/g<generation>/<seq>-<sha256>.sqlite   immutable DB snapshot
+    <session>/g<generation>/<seq>-<sha256>.tar.gz   immutable workspace tarball (optional)
+    <session>/g<generation>/MANIFEST.json         pointer to the latest checkpoint of that generation
+    <session>/STATUS.json                         shutdown journal (open / closing / closed)
+
+Contract:
+- Data objects are written under content-addressed keys and never overwritten; the manifest is
+  published only after the data objects exist (write, then publish the pointer), so a reader
+  never sees a pointer to a missing or partial object.
+- Ownership is a generation number. `acquire` claims generation g+1 by creating its lease file
+  exclusively and immediately seals it by publishing a g+1 manifest that points at the previous
+  latest checkpoint. `latest` reads only the highest generation's manifest, so anything a stale
+  owner writes afterwards under its old generation can never become visible, and its `put`
+  raises FencingError as soon as it notices.
+- Readers verify the sha256 of everything they fetch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tarfile
+import tempfile
+import threading
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+from pydantic import BaseModel, Field
+
+from weft_megamcp.checkpoints._errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    FencingError,
+    LeaseHeldError,
+)
+
+__all__ = ["CheckpointRef", "CheckpointStore", "Lease", "SessionStatus"]
+
+_SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_GEN_RE = re.compile(r"^g(\d{8})$")
+_LEASE_RE = re.compile(r"^g(\d{8})\.json$")
+# Exclusive create is emulated for filesystems without a native one; this lock makes it exact
+# within one process (memory://), the read-back check below covers the rest.
+_create_lock = threading.Lock()
+
+
+class Lease(BaseModel):
+    session_id: str
+    owner: str = Field(description="Worker identity that holds the session.")
+    generation: int = Field(ge=1, description="Fencing token; every acquire/steal increments it.")
+    acquired_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    token: str = Field(
+        default_factory=lambda: uuid.uuid4().hex,
+        description="Random nonce that tells two claims of the same generation apart.",
+    )
+
+
+class CheckpointRef(BaseModel):
+    session_id: str
+    generation: int
+    seq: int = Field(description="Monotonic checkpoint number of the session across generations.")
+    state_version: int = Field(description="Session state version the snapshot covers.")
+    db_key: str | None = None
+    db_sha256: str | None = None
+    db_bytes: int = 0
+    workspace_key: str | None = None
+    workspace_sha256: str | None = None
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class SessionStatus(BaseModel):
+    session_id: str
+    state: Literal["open", "closing", "closed"] = "open"
+    generation: int = 0
+    pending_steps: list[str] = Field(default_factory=list)
+    done_steps: list[str] = Field(default_factory=list)
+    updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _tar_workspace(root: Path) -> bytes:
+    """A deterministic gzip tarball of `root` (sorted names, zeroed mtimes) so equal trees hash
+    equal; symlinks are skipped so a checkpoint never captures anything outside the root."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+        for path in sorted(root.rglob("*")):
+            if path.is_symlink():
+                continue
+            info = tar.gettarinfo(str(path), arcname=path.relative_to(root).as_posix())
+            info.mtime = 0
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            if path.is_file():
+                with path.open("rb") as fh:
+                    tar.addfile(info, fh)
+            elif path.is_dir():
+                tar.addfile(info)
+    return buf.getvalue()
+
+
+def _untar_workspace(data: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")  # "data" refuses absolute paths, .. and links out
+
+
+class CheckpointStore:
+    """Session checkpoints under one fsspec URL. Thread-safe for distinct sessions; one writer per
+    session at a time is what leases enforce."""
+
+    def __init__(self, url: str | Path, **storage_options: Any) -> None:
+        self.url = str(url)
+        self.fs, root = fsspec.core.url_to_fs(self.url, **storage_options)
+        self.root = root.rstrip("/")
+        self._local = isinstance(self.fs, LocalFileSystem)
+        if self._local:
+            Path(self.root).mkdir(parents=True, exist_ok=True)
+
+    # --- paths -------------------------------------------------------------------------------
+
+    def _session_dir(self, session_id: str) -> str:
+        if not isinstance(session_id, str) or not _SESSION_RE.match(session_id):
+            raise CheckpointError(f"invalid session id {session_id!r} for a checkpoint key")
+        return f"{self.root}/{session_id}"
+
+    def _gen_dir(self, session_id: str, generation: int) -> str:
+        return f"{self._session_dir(session_id)}/g{generation:08d}"
+
+    # --- low-level I/O -----------------------------------------------------------------------
+
+    def _write_atomic(self, path: str, data: bytes) -> None:
+        parent = path.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        if self._local:
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        else:
+            # Object stores publish a PUT atomically; write directly.
+            self.fs.pipe_file(path, data)
+
+    def _create_exclusive(self, path: str, data: bytes) -> bool:
+        """Create `path` only if absent; False if it already exists."""
+        parent = path.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        if self._local:
+            # Write a temp file, then hard-link it into place: link() is atomic and fails if the
+            # name exists, so readers never see a half-written lease.
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+            return True
+        with _create_lock:
+            try:
+                self.fs.pipe_file(path, data, mode="create")
+            except FileExistsError:
+                return False
+        # Stores whose "create" is only check-then-write: the read-back says who won.
+        return self.fs.cat_file(path) == data
+
+    def _read_json(self, path: str) -> dict[str, Any] | None:
+        try:
+            raw = self.fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise CheckpointError(f"corrupt checkpoint metadata at {path}: {exc}") from exc
+        if not isinstance(value, dict):
+            raise CheckpointError(f"corrupt checkpoint metadata at {path}: not an object")
+        return value
+
+    def _list_names(self, path: str) -> list[str]:
+        try:
+            entries = self.fs.ls(path, detail=False)
+        except FileNotFoundError:
+            return []
+        return [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
+
+    # --- leases ------------------------------------------------------------------------------
+
+    def current_generation(self, session_id: str) -> int:
+        gens = [
+            int(m.group(1))
+            for name in self._list_names(f"{self._session_dir(session_id)}/leases")
+            if (m := _LEASE_RE.match(name))
+        ]
+        return max(gens, default=0)
+
+    def current_lease(self, session_id: str) -> Lease | None:
+        gen = self.current_generation(session_id)
+        if gen == 0:
+            return None
+        data = self._read_json(f"{self._session_dir(session_id)}/leases/g{gen:08d}.json")
+        return Lease.model_validate(data) if data else None
+
+    def acquire(self, session_id: str, owner: str, *, steal: bool = False) -> Lease:
+        """Take ownership of a session under a new generation.
+
+        Raises LeaseHeldError when another owner holds it and `steal` is False. Re-acquiring by
+        the same owner also bumps the generation (a restarted worker must not reuse its old one).
+        """
+        for _ in range(16):
+            current = self.current_lease(session_id)
+            if current is not None and current.owner != owner and not steal:
+                raise LeaseHeldError(
+                    f"session {session_id!r} is owned by {current.owner!r} "
+                    f"(generation {current.generation}); pass steal=True to take it over"
+                )
+            gen = (current.generation if current else 0) + 1
+            lease = Lease(session_id=session_id, owner=owner, generation=gen)
+            path = f"{self._session_dir(session_id)}/leases/g{gen:08d}.json"
+            if self._create_exclusive(path, lease.model_dump_json().encode()):
+                self._seal(lease, current)
+                return lease
+        raise CheckpointError(f"could not acquire session {session_id!r}: too much contention")
+
+    def _seal(self, lease: Lease, previous: Lease | None) -> None:
+        """Publish this generation's manifest pointing at the previous latest checkpoint, so a
+        stale owner's later writes under an older generation are never what `latest` returns."""
+        prior = self._latest_upto(lease.session_id, lease.generation - 1)
+        if prior is None:
+            # An empty pointer still fences: `latest` must not fall back to an older generation.
+            prior = CheckpointRef(
+                session_id=lease.session_id, generation=lease.generation, seq=0, state_version=0
+            )
+        self._write_atomic(
+            f"{self._gen_dir(lease.session_id, lease.generation)}/MANIFEST.json",
+            prior.model_dump_json().encode(),
+        )
+
+    def check_fence(self, lease: Lease) -> None:
+        """Raise FencingError unless `lease` is still the current one."""
+        current = self.current_lease(lease.session_id)
+        if (
+            current is None
+            or current.generation != lease.generation
+            or current.token != lease.token
+        ):
+            now = current.generation if current else 0
+            raise FencingError(
+                f"session {lease.session_id!r}: lease generation {lease.generation} held by "
+                f"{lease.owner!r} is stale (current generation {now}); this worker no longer "
+                "owns the session"
+            )
+
+    # --- checkpoints -------------------------------------------------------------------------
+
+    def _latest_upto(self, session_id: str, max_generation: int | None) -> CheckpointRef | None:
+        gens = sorted(
+            (
+                int(m.group(1))
+                for name in self._list_names(self._session_dir(session_id))
+                if (m := _GEN_RE.match(name))
+            ),
+            reverse=True,
+        )
+        for gen in gens:
+            if max_generation is not None and gen > max_generation:
+                continue
+            data = self._read_json(f"{self._gen_dir(session_id, gen)}/MANIFEST.json")
+            if data is not None:
+                return CheckpointRef.model_validate(data)
+        return None
+
+    def latest(self, session_id: str) -> CheckpointRef | None:
+        """The latest persisted checkpoint of the session (None if it never checkpointed)."""
+        ref = self._latest_upto(session_id, self.current_generation(session_id) or None)
+        return ref if ref is not None and ref.seq > 0 else None
+
+    def put(
+        self,
+        lease: Lease,
+        db_file: str | Path | None,
+        *,
+        workspace: str | Path | None = None,
+        state_version: int = 0,
+    ) -> CheckpointRef:
+        """Upload a consistent snapshot (a closed SQLite file, e.g. from the backup API) and an
+        optional workspace folder, then publish them as the session's latest checkpoint.
+
+        Raises FencingError when `lease` is stale, before and after the upload.
+        """
+        self.check_fence(lease)
+        sid = lease.session_id
+        prev = self.latest(sid)
+        seq = (prev.seq + 1) if prev else 1
+        gdir = self._gen_dir(sid, lease.generation)
+        ref = CheckpointRef(
+            session_id=sid, generation=lease.generation, seq=seq, state_version=state_version
+        )
+        if db_file is not None:
+            db_path = Path(db_file)
+            digest = _sha256_file(db_path)
+            ref.db_key = f"{gdir}/{seq:010d}-{digest}.sqlite"
+            ref.db_sha256 = digest
+            ref.db_bytes = db_path.stat().st_size
+            if not self.fs.exists(ref.db_key):
+                self.fs.makedirs(gdir, exist_ok=True)
+                tmp = f"{gdir}/.tmp-{uuid.uuid4().hex}"
+                self.fs.put_file(str(db_path), tmp)
+                self.fs.mv(tmp, ref.db_key)
+        if workspace is not None:
+            blob = _tar_workspace(Path(workspace))
+            digest = hashlib.sha256(blob).hexdigest()
+            ref.workspace_key = f"{gdir}/{seq:010d}-{digest}.tar.gz"
+            ref.workspace_sha256 = digest
+            if not self.fs.exists(ref.workspace_key):
+                self._write_atomic(ref.workspace_key, blob)
+        # The pointer goes last and only if we still own the session.
+        self.check_fence(lease)
+        self._write_atomic(f"{gdir}/MANIFEST.json", ref.model_dump_json().encode())
+        return ref
+
+    def fetch(
+        self,
+        ref: CheckpointRef,
+        db_dest: str | Path | None,
+        workspace_dest: str | Path | None = None,
+    ) -> None:
+        """Materialize a checkpoint: the DB to `db_dest` (temp + rename), the workspace tarball
+        extracted into `workspace_dest` (replacing its contents). Verifies sha256."""
+        if db_dest is not None and ref.db_key is not None:
+            dest = Path(db_dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".fetch-")
+            os.close(fd)
+            try:
+                self.fs.get_file(ref.db_key, tmp)
+                if _sha256_file(Path(tmp)) != ref.db_sha256:
+                    raise CheckpointError(f"checkpoint {ref.db_key} fails its sha256")
+                os.replace(tmp, dest)
+            except FileNotFoundError as exc:
+                raise CheckpointError(f"checkpoint object {ref.db_key} is missing") from exc
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+        if workspace_dest is not None and ref.workspace_key is not None:
+            try:
+                blob = self.fs.cat_file(ref.workspace_key)
+            except FileNotFoundError as exc:
+                raise CheckpointError(f"checkpoint object {ref.workspace_key} is missing") from exc
+            if hashlib.sha256(blob).hexdigest() != ref.workspace_sha256:
+                raise CheckpointError(f"checkpoint {ref.workspace_key} fails its sha256")
+            dest = Path(workspace_dest)
+            staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".ws-"))
+            _untar_workspace(blob, staging)
+            if dest.exists():
+                old = dest.with_name(f".old-{uuid.uuid4().hex}")
+                dest.rename(old)
+                staging.rename(dest)
+                _rmtree(old)
+            else:
+                staging.rename(dest)
+
+    def restore_latest(
+        self, session_id: str, db_dest: str | Path, workspace_dest: str | Path | None = None
+    ) -> CheckpointRef:
+        """Resume: fetch the latest persisted checkpoint. Raises CheckpointNotFoundError."""
+        ref = self.latest(session_id)
+        if ref is None:
+            raise CheckpointNotFoundError(f"session {session_id!r} has no checkpoint to resume")
+        self.fetch(ref, db_dest, workspace_dest)
+        return ref
+
+    # --- shutdown journal --------------------------------------------------------------------
+
+    def status(self, session_id: str) -> SessionStatus:
+        data = self._read_json(f"{self._session_dir(session_id)}/STATUS.json")
+        return SessionStatus.model_validate(data) if data else SessionStatus(session_id=session_id)
+
+    def write_status(self, lease: Lease, status: SessionStatus) -> None:
+        self.check_fence(lease)
+        status.generation = lease.generation
+        status.updated_at = datetime.now(UTC)
+        self._write_atomic(
+            f"{self._session_dir(lease.session_id)}/STATUS.json", status.model_dump_json().encode()
+        )
+
+    def sessions(self) -> list[str]:
+        return sorted(n for n in self._list_names(self.root) if _SESSION_RE.match(n))
+
+    def delete_session(self, session_id: str) -> None:
+        path = self._session_dir(session_id)
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=True)
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import fsspec
+import pytest
+
+from weft_megamcp.checkpoints import CheckpointStore
+
+
+@pytest.fixture(params=["local", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CheckpointStore]:
+    if request.param == "local":
+        yield CheckpointStore(tmp_path / "objects")
+    else:
+        root = f"memory://ckpt-{uuid.uuid4().hex}"
+        yield CheckpointStore(root)
+        fsspec.filesystem("memory").rm(root.removeprefix("memory://"), recursive=True)
+
+
+def make_db(path: Path, rows: int = 0) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE IF NOT EXISTS item (id INTEGER PRIMARY KEY, name TEXT)")
+    con.executemany("INSERT INTO item (name) VALUES (?)", [(f"n{i}",) for i in range(rows)])
+    con.commit()
+    con.close()
+    return path
+
+
+def row_ids(path: Path) -> list[int]:
+    con = sqlite3.connect(path)
+    try:
+        return [r[0] for r in con.execute("SELECT id FROM item ORDER BY id")]
+    finally:
+        con.close()

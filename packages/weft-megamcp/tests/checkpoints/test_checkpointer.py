@@ -1,0 +1,159 @@
+"""DebouncedCheckpointer: coalescing, acknowledgement, flush, fencing, transient failures."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from weft_megamcp.checkpoints import (
+    CheckpointError,
+    CheckpointRef,
+    CheckpointStore,
+    DebouncedCheckpointer,
+    FencingError,
+    Lease,
+)
+
+from .conftest import make_db, row_ids
+
+
+def _insert(db: Path, name: str) -> None:
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO item (name) VALUES (?)", (name,))
+    con.commit()
+    con.close()
+
+
+async def test_burst_is_coalesced_and_acknowledged(store: CheckpointStore, tmp_path: Path) -> None:
+    db = make_db(tmp_path / "live.sqlite")
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=0.05, max_delay_s=10)
+    for i in range(1, 41):
+        _insert(db, f"r{i}")
+        ckpt.notify_mutation(i)
+    ref = await ckpt.wait_durable(40, timeout=30)
+    assert ref.state_version == 40
+    assert ckpt.checkpoints == 1  # forty writes inside one debounce window: one upload
+    store.restore_latest("s1", tmp_path / "r.sqlite")
+    assert row_ids(tmp_path / "r.sqlite") == list(range(1, 41))
+
+
+async def test_acknowledged_write_is_in_every_later_checkpoint(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    db = make_db(tmp_path / "live.sqlite")
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=0.01, max_delay_s=0.05)
+    acked: list[int] = []
+    for i in range(1, 13):
+        _insert(db, f"r{i}")
+        ckpt.notify_mutation()
+        if i % 4 == 0:
+            await ckpt.wait_durable(ckpt.version, timeout=30)
+            acked.append(i)
+            store.restore_latest("s1", tmp_path / "r.sqlite")
+            assert set(range(1, i + 1)) <= set(row_ids(tmp_path / "r.sqlite"))
+    assert acked == [4, 8, 12]
+
+
+async def test_max_delay_bounds_a_continuous_burst(store: CheckpointStore, tmp_path: Path) -> None:
+    db = make_db(tmp_path / "live.sqlite")
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=0.2, max_delay_s=0.2)
+    # mutations every 20 ms would postpone a pure debounce forever; max_delay must cut in
+    for i in range(1, 60):
+        _insert(db, f"r{i}")
+        ckpt.notify_mutation()
+        await asyncio.sleep(0.02)
+        if ckpt.checkpoints:
+            break
+    assert ckpt.checkpoints >= 1
+    await ckpt.close()
+
+
+async def test_flush_checkpoints_now_and_close_refuses_more(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    db = make_db(tmp_path / "live.sqlite")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, workspace=ws, debounce_s=60, max_delay_s=60)
+    assert await ckpt.flush() is None  # nothing dirty, nothing uploaded
+    _insert(db, "x")
+    (ws / "f.txt").write_text("v1")
+    ckpt.notify_mutation()
+    ref = await ckpt.close()
+    assert ref is not None and ref.workspace_key is not None
+    assert not ckpt.dirty
+    with pytest.raises(CheckpointError, match="closed"):
+        ckpt.notify_mutation()
+    store.restore_latest("s1", tmp_path / "r.sqlite", tmp_path / "rws")
+    assert (tmp_path / "rws" / "f.txt").read_text() == "v1"
+
+
+async def test_lost_lease_stops_the_checkpointer(store: CheckpointStore, tmp_path: Path) -> None:
+    db = make_db(tmp_path / "live.sqlite")
+    lease = store.acquire("s1", "old-worker")
+    ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=0.01, max_delay_s=0.01)
+    _insert(db, "a")
+    ckpt.notify_mutation()
+    await ckpt.wait_durable(1, timeout=30)
+
+    store.acquire("s1", "new-worker", steal=True)
+    _insert(db, "b")
+    ckpt.notify_mutation()
+    with pytest.raises(FencingError):
+        await ckpt.wait_durable(2, timeout=30)
+    with pytest.raises(FencingError):
+        ckpt.notify_mutation()
+    with pytest.raises(FencingError):
+        await ckpt.flush()
+    store.restore_latest("s1", tmp_path / "r.sqlite")
+    assert row_ids(tmp_path / "r.sqlite") == [1]  # the stale worker's second write never landed
+
+
+class FlakyStore(CheckpointStore):
+    """A real local store whose next `fail_next` puts fail like a storage outage."""
+
+    fail_next = 0
+
+    def put(self, lease: Lease, db_file: Any, **kw: Any) -> CheckpointRef:
+        if self.fail_next:
+            self.fail_next -= 1
+            raise OSError("object store unavailable")
+        return super().put(lease, db_file, **kw)
+
+
+async def test_transient_failure_is_retried(tmp_path: Path) -> None:
+    store = FlakyStore(tmp_path / "objects")
+    db = make_db(tmp_path / "live.sqlite")
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=0.01, max_delay_s=0.01)
+    ckpt.retry_s = 0.02
+    store.fail_next = 1
+    _insert(db, "a")
+    ckpt.notify_mutation()
+    ref = await ckpt.wait_durable(1, timeout=30)  # the retry after the outage succeeds
+    assert ref.state_version == 1
+    assert ckpt.last_error is None
+
+    store.fail_next = 1
+    _insert(db, "b")
+    ckpt.debounce_s = ckpt.max_delay_s = 60
+    ckpt.notify_mutation()
+    with pytest.raises(CheckpointError, match="unavailable"):
+        await ckpt.flush()
+    assert ckpt.dirty
+    assert (await ckpt.flush()) is not None
+    assert not ckpt.dirty
+
+
+def test_bad_windows_are_refused(store: CheckpointStore, tmp_path: Path) -> None:
+    lease = store.acquire("s1", "w")
+    with pytest.raises(ValueError, match="debounce"):
+        DebouncedCheckpointer(store, lease, None, debounce_s=2, max_delay_s=1)
