@@ -1,0 +1,339 @@
+"""The rollout runner (paper §3.1.3): many concurrent rollouts, each in its own MegaMCP session
+group created from the task's initial snapshots with the task's checks as the group's verifier.
+
+After every atomic-task turn the runner asks MegaMCP for that node's checkpoint outcome (the
+verifier runs server-side, where the agent cannot reach it); after the episode it freezes the
+group, runs the final verification, fetches the ledger and builds one `Trace`: messages in OpenAI
+format, each tool call tied to its ledger entry, per-turn segments with outcomes. Infrastructure
+failures restart the rollout in a fresh group (counted in `infrastructure_retries`, never as a
+policy failure); a rollout that still cannot run is recorded with an `infrastructure:` error and
+excluded from policy statistics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from weft_core.models import (
+    ChatMessage,
+    CheckOutcome,
+    EvaluationResult,
+    TaskGraph,
+    Trace,
+    TurnSegment,
+    ViewMode,
+)
+from weft_tasks.harness.protocol import Harness, HarnessTask, MCPEndpoint
+from weft_tasks.rollout.infra import infrastructure_entries, is_infrastructure_error
+from weft_tasks.rollout.ledger_match import match_ledger
+from weft_tasks.rollout.plan import RolloutPlan
+from weft_tasks.rollout.service import GroupService
+from weft_tasks.rollout.settings import RolloutSettings
+from weft_tasks.rollout.sink import TraceSink
+from weft_tasks.views import (
+    LLMRequestWriter,
+    ProgrammaticRequestWriter,
+    SimUser,
+    build_view,
+    disclosure_order,
+    persona_of,
+)
+
+log = logging.getLogger(__name__)
+
+FINAL_CHECKPOINT = "final"
+INFRA_PREFIX = "infrastructure: "
+
+
+class _InfrastructureInLedger(Exception):
+    """The ledger shows a crash or timeout of MegaMCP, not of the policy."""
+
+
+def verifier_of(graph: TaskGraph) -> dict[str, Any]:
+    """Checks per checkpoint: one per node, and `final` (the graph's final checks, or every node's
+    checks when it has none)."""
+    verifier: dict[str, Any] = {
+        n.id: [c.model_dump(mode="json") for c in n.checks] for n in graph.nodes
+    }
+    final = graph.final_checks or [c for n in graph.nodes for c in n.checks]
+    verifier[FINAL_CHECKPOINT] = [c.model_dump(mode="json") for c in final]
+    return verifier
+
+
+def _evaluation(result: Any) -> tuple[EvaluationResult | None, str | None]:
+    if result is None:
+        return None, "no verification result"
+    error = getattr(result, "error", None)
+    if error:
+        return None, str(error)
+    outcomes = [CheckOutcome.model_validate(o, from_attributes=True) for o in result.outcomes]
+    return EvaluationResult(outcomes=outcomes), None
+
+
+def _ledger_dict(raw: Any) -> dict[str, list[Any]]:
+    if isinstance(raw, Mapping):
+        return {k: list(v) for k, v in raw.items()}
+    grouped: dict[str, list[Any]] = {}
+    for entry in raw or []:
+        grouped.setdefault(entry.mcp, []).append(entry)
+    return grouped
+
+
+@dataclass
+class _Turn:
+    node_ids: list[str]
+    start: int
+    end: int
+    outcomes: dict[str, EvaluationResult | None] = field(default_factory=dict)
+
+
+async def _attempt(
+    plan: RolloutPlan,
+    service: GroupService,
+    harness: Harness,
+    simulator_model: BaseChatModel | None,
+) -> tuple[Trace, list[str]]:
+    graph = plan.task
+    seed = f"{plan.rollout_id}:{plan.sample}"
+    view = build_view(graph, plan.mode, plan.disclosure, seed=seed)
+    order = disclosure_order(graph)
+    sim: SimUser | None = None
+    if plan.mode is ViewMode.SIMUSER:
+        writer = (
+            LLMRequestWriter(simulator_model) if simulator_model else ProgrammaticRequestWriter()
+        )
+        sim = SimUser(graph, plan.disclosure, persona_of(view, graph, seed), writer)
+        first_turn = await sim.next_request()
+        assert first_turn is not None  # a graph has at least one node
+        first = first_turn.request
+    else:
+        first = view.brief or ""
+    snapshots = {
+        mcp: (graph.initial_snapshots[mcp].uri if mcp in graph.initial_snapshots else None)
+        for mcp in graph.mcps
+    }
+    handle = await service.create_group(
+        mcps=snapshots, verifier=verifier_of(graph), task_id=graph.id
+    )
+    problems: list[str] = []
+    turns: list[_Turn] = []
+    try:
+        endpoints = {
+            mcp: MCPEndpoint(mcp=mcp, url=s.url, token=s.token)
+            for mcp, s in handle.sessions.items()
+        }
+
+        async def on_turn(transcript: list[ChatMessage]) -> str | None:
+            start = turns[-1].end if turns else 0
+            if sim is None:
+                turns.append(_Turn(node_ids=list(order), start=start, end=len(transcript)))
+                return None
+            node_id = sim.turns[len(turns)].node_id
+            turn = _Turn(node_ids=[node_id], start=start, end=len(transcript))
+            result = await service.checkpoint_verify(handle, node_id)
+            turn.outcomes[node_id], err = _evaluation(result)
+            if err:
+                problems.append(f"checkpoint {node_id}: verifier error: {err}")
+            turns.append(turn)
+            nxt = await sim.next_request()
+            return nxt.request if nxt else None
+
+        task = HarnessTask(graph=graph, view=view, first_request=first, rollout_id=plan.rollout_id)
+        run = await harness.run(task, endpoints, on_turn)
+        reached = {n for t in turns for n in t.outcomes}
+        pending = [n for n in order if n not in reached]
+        if pending and not turns:
+            turns.append(_Turn(node_ids=pending, start=0, end=len(run.messages)))
+        for node_id in pending:
+            # Agentic checkpoints, and SimUser nodes the harness never reached, are verified on
+            # the state the episode left behind.
+            result = await service.checkpoint_verify(handle, node_id)
+            evaluation, err = _evaluation(result)
+            if err:
+                problems.append(f"checkpoint {node_id}: verifier error: {err}")
+            owner = next((t for t in turns if node_id in t.node_ids), turns[-1])
+            if node_id not in owner.node_ids:
+                owner = _Turn(node_ids=[node_id], start=turns[-1].end, end=len(run.messages))
+                turns.append(owner)
+            owner.outcomes[node_id] = evaluation
+        await service.freeze(handle)
+        final, err = _evaluation(await service.verify(handle))
+        if err:
+            problems.append(f"final verification: verifier error: {err}")
+        raw_ledger = _ledger_dict(await service.ledger(handle))
+    finally:
+        with contextlib.suppress(Exception):
+            await service.close(handle)
+
+    entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
+    if infrastructure_entries(entries):
+        raise _InfrastructureInLedger(
+            ", ".join(f"{e.mcp}#{e.seq} {e.error_kind}" for e in infrastructure_entries(entries))
+        )
+    problems += ledger_problems
+    segments = _segments(graph, turns, run.messages, matched, entries)
+    trace = Trace(
+        id=plan.rollout_id,
+        task_id=graph.id,
+        view=f"{plan.mode.value}/{plan.disclosure.value}",
+        harness=plan.harness,
+        model=run.model,
+        tools=run.tools,
+        messages=run.messages,
+        ledger=entries,
+        segments=segments,
+        final=final,
+        error="; ".join(problems) or None,
+    )
+    return trace, problems
+
+
+def _segments(
+    graph: TaskGraph,
+    turns: list[_Turn],
+    messages: list[ChatMessage],
+    matched: dict[str, tuple[str, int]],
+    entries: list[Any],
+) -> list[TurnSegment]:
+    call_at = {tc.id: i for i, m in enumerate(messages) if m.tool_calls for tc in m.tool_calls}
+    segments: list[TurnSegment] = []
+    for turn in turns:
+        in_turn = [
+            (cid, where)
+            for cid, where in matched.items()
+            if turn.start <= call_at.get(cid, -1) < turn.end
+        ]
+        for node_id in turn.node_ids:
+            node = graph.node(node_id)
+            seqs: dict[str, list[int]] = {}
+            for _cid, (mcp, seq) in in_turn:
+                tool = next((e.tool for e in entries if e.mcp == mcp and e.seq == seq), None)
+                # One node per turn owns all its calls; in agentic mode a call belongs to the
+                # nodes whose MCP and tool chain it serves.
+                if len(turn.node_ids) == 1 or (
+                    mcp == node.task.mcp and tool in node.task.tool_chain
+                ):
+                    seqs.setdefault(mcp, []).append(seq)
+            segments.append(
+                TurnSegment(
+                    node_id=node_id,
+                    start=turn.start,
+                    end=turn.end,
+                    ledger_seqs={k: sorted(v) for k, v in seqs.items()},
+                    outcome=turn.outcomes.get(node_id),
+                )
+            )
+    return segments
+
+
+async def run_rollout(
+    plan: RolloutPlan,
+    service: GroupService,
+    harness: Harness,
+    *,
+    settings: RolloutSettings | None = None,
+    simulator_model: BaseChatModel | None = None,
+) -> Trace:
+    """One rollout, retried in a fresh group after infrastructure failures."""
+    settings = settings or RolloutSettings()
+    if plan.mode not in harness.modes:
+        return _failed(
+            plan, harness, f"harness {harness.name!r} does not support {plan.mode.value} mode", 0
+        )
+    retries = 0
+    while True:
+        try:
+            trace, _ = await _attempt(plan, service, harness, simulator_model)
+            return trace.model_copy(update={"infrastructure_retries": retries})
+        except Exception as exc:
+            infra = isinstance(exc, _InfrastructureInLedger) or is_infrastructure_error(exc)
+            if infra and retries < settings.max_infra_retries:
+                retries += 1
+                log.warning(
+                    "rollout %s: infrastructure failure (%s); retry %d",
+                    plan.rollout_id,
+                    exc,
+                    retries,
+                )
+                await asyncio.sleep(settings.retry_backoff_s * retries)
+                continue
+            reason = f"{type(exc).__name__}: {exc}"
+            return _failed(plan, harness, (INFRA_PREFIX if infra else "") + reason, retries)
+
+
+def _failed(plan: RolloutPlan, harness: Harness, reason: str, retries: int) -> Trace:
+    return Trace(
+        id=plan.rollout_id,
+        task_id=plan.task.id,
+        view=f"{plan.mode.value}/{plan.disclosure.value}",
+        harness=plan.harness,
+        model=harness.model_name,
+        error=reason[:2000],
+        infrastructure_retries=retries,
+    )
+
+
+@dataclass
+class RolloutReport:
+    traces: list[Trace]
+    skipped: int = 0
+    sink_problems: list[str] = field(default_factory=list)
+
+
+async def run_rollouts(
+    plans: Sequence[RolloutPlan],
+    service: GroupService,
+    harnesses: Mapping[str, Harness],
+    *,
+    out: Path | None = None,
+    settings: RolloutSettings | None = None,
+    simulator_model: BaseChatModel | None = None,
+) -> RolloutReport:
+    """Run `plans` with at most `settings.concurrency` at once. With `out`, each finished trace is
+    appended to that JSONL file at once, and plans whose id is already there are skipped (resume).
+    Unknown harness names are recorded as failed traces, not raised, so the batch goes on."""
+    settings = settings or RolloutSettings()
+    sink = TraceSink(out) if out else None
+    done: dict[str, Trace] = {}
+    problems: list[str] = []
+    if sink:
+        existing, problems = sink.load()
+        done = {t.id: t for t in existing if not (t.error or "").startswith(INFRA_PREFIX)}
+    todo = [p for p in plans if p.rollout_id not in done]
+    sem = asyncio.Semaphore(settings.concurrency)
+    results: list[Trace] = [done[p.rollout_id] for p in plans if p.rollout_id in done]
+
+    from weft_tasks.rollout._progress import progress_bar
+
+    with progress_bar(len(todo), "rollouts", enabled=settings.progress) as advance:
+
+        async def one(plan: RolloutPlan) -> None:
+            async with sem:
+                harness = harnesses.get(plan.harness)
+                if harness is None:
+                    trace = Trace(
+                        id=plan.rollout_id,
+                        task_id=plan.task.id,
+                        view=plan.view_label,
+                        harness=plan.harness,
+                        error=f"unknown harness {plan.harness!r}",
+                    )
+                else:
+                    trace = await run_rollout(
+                        plan, service, harness, settings=settings, simulator_model=simulator_model
+                    )
+                if sink:
+                    sink.append(trace)
+                results.append(trace)
+                advance()
+
+        await asyncio.gather(*(one(p) for p in todo))
+    return RolloutReport(traces=results, skipped=len(plans) - len(todo), sink_problems=problems)

@@ -1,0 +1,47 @@
+"""Rollout results as JSONL: one Trace per line, appended and fsynced as each rollout finishes,
+so a crash loses at most the rollout in flight; a torn last line is skipped on reading."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from weft_core.models import Trace
+
+
+class TraceSink:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> tuple[list[Trace], list[str]]:
+        """(traces, problems) — problems name lines that are not valid traces."""
+        traces: list[Trace] = []
+        problems: list[str] = []
+        if not self.path.exists():
+            return traces, problems
+        with self.path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    traces.append(Trace.model_validate_json(line))
+                except ValidationError as exc:
+                    problems.append(
+                        f"{self.path}:{lineno}: not a trace ({exc.error_count()} error(s))"
+                    )
+        return traces, problems
+
+    def append(self, trace: Trace) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = trace.sealed().model_dump_json() + "\n"
+        with self.path.open("a+b") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")  # a crash tore the last line; start a fresh one
+            fh.write(line.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())

@@ -1,0 +1,54 @@
+"""Rollout tests go through a real MegaMCP host on 127.0.0.1 serving the sample bundles."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage
+
+_path = Path(__file__).parent / "data" / "sample_task.py"
+_spec = importlib.util.spec_from_file_location("weft_tasks_tests_sample_task", _path)
+assert _spec and _spec.loader
+sample = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sample)
+
+
+class ScriptedChat(FakeMessagesListChatModel):
+    def bind_tools(self, tools, **kwargs):  # type: ignore[override]
+        return self
+
+
+@pytest.fixture
+def scripted():
+    def make(responses):
+        return ScriptedChat(
+            responses=[r if isinstance(r, AIMessage) else AIMessage(r) for r in responses]
+        )
+
+    return make
+
+
+@pytest.fixture
+async def megamcp(tmp_path):
+    """(client, graph): a running MegaMCP with crm + helpdesk registered, and the sample task
+    grounded on snapshots stored in MegaMCP's object store."""
+    from weft_core.models import SnapshotRef
+    from weft_megamcp.client import MegaMCPClient
+    from weft_megamcp.host import MegaMCPHost
+    from weft_megamcp.settings import MegaMCPSettings
+
+    settings = MegaMCPSettings(data_dir=tmp_path / "megamcp")
+    async with MegaMCPHost.running(settings) as host:
+        client = MegaMCPClient(host.url, host.admin_token)
+        snapshots = {}
+        for mcp in ("crm", "helpdesk"):
+            bundle = sample.build_bundle(mcp, tmp_path / "bundles")
+            rec = await client.register(bundle)
+            assert rec.mcp_id == mcp
+            uri = await client.put_snapshot(mcp, bundle / "seed.sqlite")
+            snapshots[mcp] = SnapshotRef(mcp=mcp, uri=uri, sha256="")
+        try:
+            yield client, sample.sample_graph(snapshots)
+        finally:
+            await client.aclose()

@@ -1,0 +1,241 @@
+import json
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from weft_core.models import Disclosure, ViewMode
+from weft_tasks.harness import ReActHarness, ReferenceChainTeacher
+from weft_tasks.rollout import (
+    INFRA_PREFIX,
+    RolloutSettings,
+    TraceSink,
+    plan_rollouts,
+    rollout_stats,
+    run_rollout,
+    run_rollouts,
+    trace_ledger_problems,
+)
+
+pytestmark = pytest.mark.integration
+
+QUIET = RolloutSettings(progress=False, retry_backoff_s=0.0)
+
+
+def _plan(graph, mode="agentic", disclosure="full", harness="teacher"):
+    return plan_rollouts([graph], [(mode, disclosure)], [harness])[0]
+
+
+def _good_script():
+    return [
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "id": "c1",
+                    "name": "crm_get_customer_by_email",
+                    "args": {"email": "ada@example.com"},
+                }
+            ],
+        ),
+        AIMessage("Ada Lovelace has customer id 1."),
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "id": "c2",
+                    "name": "crm_update_customer_tier",
+                    "args": {"customer_id": 1, "tier": "gold"},
+                }
+            ],
+        ),
+        AIMessage("Done, she is gold now."),
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "id": "c3",
+                    "name": "helpdesk_create_ticket",
+                    "args": {
+                        "customer_email": "ada@example.com",
+                        "subject": "Gold tier upgrade",
+                        "priority": "high",
+                    },
+                }
+            ],
+        ),
+        AIMessage("Ticket 2 is open."),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["agentic", "simuser"])
+async def test_teacher_rollout_passes_every_checkpoint_and_agrees_with_its_ledger(megamcp, mode):
+    client, graph = megamcp
+    trace = await run_rollout(
+        _plan(graph, mode, "partial"), client, ReferenceChainTeacher(), settings=QUIET
+    )
+    assert trace.error is None, trace.error
+    assert [s.node_id for s in trace.segments] == ["n1", "n2", "n3"]
+    assert all(s.outcome is not None and s.outcome.passed for s in trace.segments), trace.segments
+    assert trace.final is not None and trace.final.passed
+    assert trace.reward == 1.0
+    assert len(trace.ledger) == 3 and all(e.call_id for e in trace.ledger)
+    assert trace_ledger_problems(trace.messages, trace.ledger) == []
+    if mode == "simuser":
+        # one turn per node, each segment holds exactly its own call
+        assert [s.ledger_seqs for s in trace.segments] == [
+            {"crm": [0]},
+            {"crm": [1]},
+            {"helpdesk": [0]},
+        ]
+        assert trace.segments[0].end == trace.segments[1].start
+
+
+async def test_react_scripted_model_completes_the_composed_task_through_megamcp(megamcp, scripted):
+    client, graph = megamcp
+    harness = ReActHarness(scripted(_good_script()))
+    trace = await run_rollout(
+        _plan(graph, "simuser", "vague", "react"), client, harness, settings=QUIET
+    )
+    assert trace.error is None, trace.error
+    assert [s.outcome.passed for s in trace.segments] == [True, True, True]
+    assert trace.final.passed
+    assert trace.model == "ScriptedChat"
+    assert trace_ledger_problems(trace.messages, trace.ledger) == []
+    calls = [tc for m in trace.messages if m.tool_calls for tc in m.tool_calls]
+    assert [e.call_id for e in trace.ledger] == [c.id for c in calls]
+    # OpenAI format: assistant tool_calls carry JSON-encoded arguments, tool replies name the call
+    assert json.loads(calls[1].function.arguments) == {"customer_id": 1, "tier": "gold"}
+    assert any(m.role == "tool" and m.tool_call_id == "c2" for m in trace.messages)
+
+
+async def test_a_scripted_wrong_action_fails_its_checkpoint(megamcp, scripted):
+    client, graph = megamcp
+    script = _good_script()
+    # The policy upgrades the wrong customer (Alan, id 2): the tier checkpoint must fail.
+    script[2] = AIMessage(
+        "",
+        tool_calls=[
+            {
+                "id": "c2",
+                "name": "crm_update_customer_tier",
+                "args": {"customer_id": 2, "tier": "gold"},
+            }
+        ],
+    )
+    trace = await run_rollout(
+        _plan(graph, "simuser", "full", "react"),
+        client,
+        ReActHarness(scripted(script)),
+        settings=QUIET,
+    )
+    passed = {s.node_id: s.outcome.passed for s in trace.segments}
+    assert passed == {"n1": True, "n2": False, "n3": True}
+    failing = [o for o in trace.segments[1].outcome.outcomes if not o.passed]
+    assert {o.check_id for o in failing} >= {"n2.tier"}
+    assert not trace.final.passed
+    assert trace.reward == pytest.approx(2 / 3)
+    assert trace.error is None and trace.infrastructure_retries == 0
+    assert trace_ledger_problems(trace.messages, trace.ledger) == []
+
+
+async def test_tool_errors_are_the_policys_and_are_counted(megamcp, scripted):
+    client, graph = megamcp
+    script = [
+        AIMessage(
+            "",
+            tool_calls=[
+                {
+                    "id": "c0",
+                    "name": "crm_update_customer_tier",
+                    "args": {"customer_id": 1, "tier": "platinum"},
+                }
+            ],
+        ),
+        *_good_script(),
+    ]
+    trace = await run_rollout(
+        _plan(graph, "simuser", "full", "react"),
+        client,
+        ReActHarness(scripted(script)),
+        settings=QUIET,
+    )
+    assert trace.ledger[0].is_error and trace.ledger[0].call_id == "c0"
+    assert trace.infrastructure_retries == 0
+    stats = rollout_stats([trace])[0]
+    assert stats.tool_calls == 4 and stats.tool_errors == 1
+
+
+class _DeadEndpointsOnce:
+    """The real MegaMCP client, except that the first group's session URLs point at a closed
+    port: the harness meets a real connection failure (an infrastructure fault)."""
+
+    def __init__(self, client):
+        self.client = client
+        self.broken = 0
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    async def create_group(self, **kwargs):
+        handle = await self.client.create_group(**kwargs)
+        if self.broken == 0:
+            self.broken += 1
+            for s in handle.sessions.values():
+                s.url = "http://127.0.0.1:9/mcp"
+        return handle
+
+
+async def test_infrastructure_failures_are_retried_not_counted_as_policy_failures(megamcp):
+    client, graph = megamcp
+    flaky = _DeadEndpointsOnce(client)
+    trace = await run_rollout(_plan(graph), flaky, ReferenceChainTeacher(), settings=QUIET)
+    assert trace.infrastructure_retries == 1
+    assert trace.error is None and trace.final.passed
+
+    always_dead = _DeadEndpointsOnce(client)
+    always_dead.broken = 0
+
+    async def dead_group(**kwargs):
+        handle = await client.create_group(**kwargs)
+        for s in handle.sessions.values():
+            s.url = "http://127.0.0.1:9/mcp"
+        return handle
+
+    always_dead.create_group = dead_group
+    settings = QUIET.model_copy(update={"max_infra_retries": 1})
+    failed = await run_rollout(
+        _plan(graph), always_dead, ReferenceChainTeacher(), settings=settings
+    )
+    assert failed.error.startswith(INFRA_PREFIX)
+    stats = rollout_stats([failed])[0]
+    assert stats.infrastructure_failed == 1 and stats.checkpoints == 0 and stats.tasks_passed == 0
+
+
+async def test_batch_runs_concurrently_appends_jsonl_and_resumes(megamcp, tmp_path):
+    client, graph = megamcp
+    plans = plan_rollouts(
+        [graph],
+        [("agentic", "full"), ("simuser", "vague"), ("simuser", "partial")],
+        ["teacher", "nope"],
+    )
+    out = tmp_path / "traces.jsonl"
+    harnesses = {"teacher": ReferenceChainTeacher()}
+    settings = QUIET.model_copy(update={"concurrency": 3})
+    report = await run_rollouts(plans, client, harnesses, out=out, settings=settings)
+    assert len(report.traces) == 6 and report.skipped == 0
+    traces, problems = TraceSink(out).load()
+    assert problems == [] and len(traces) == 6
+    ok = [t for t in traces if t.harness == "teacher"]
+    assert all(t.final.passed for t in ok)
+    assert all("unknown harness" in t.error for t in traces if t.harness == "nope")
+    for t in ok:
+        assert trace_ledger_problems(t.messages, t.ledger) == []
+    # A torn last line (crash mid-write) is skipped and the next append starts a fresh line.
+    with out.open("a") as fh:
+        fh.write('{"id": "torn')
+    again = await run_rollouts(plans, client, harnesses, out=out, settings=settings)
+    assert again.skipped == 6 and len(again.traces) == 6
+    assert len(again.sink_problems) == 1
+    cells = {(c.view, c.harness): c for c in rollout_stats(again.traces)}
+    assert cells[("simuser/vague", "teacher")].checkpoint_pass_rate == 1.0
+    assert ViewMode.SIMUSER and Disclosure.VAGUE  # enums round-trip through the plans
