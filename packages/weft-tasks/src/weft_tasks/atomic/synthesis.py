@@ -98,6 +98,10 @@ class SynthesisState(BaseModel):
 
 # ----------------------------------------------------------------------------- strategies
 
+# Alternatives tried per tool before the programmatic strategy has "no new candidates": creates
+# could vary their synthesized values forever, which would only burn the round budget.
+MAX_VARIANTS = 5
+
 
 def _draft_to_task(mcp: str, task_id: str, d: Draft) -> AtomicTask:
     return AtomicTask(
@@ -127,7 +131,8 @@ def programmatic_candidates(bundle: BundleView, state: SynthesisState) -> list[D
     else:
         failed_tools = {t for f in state.failures for t in f.tool_chain[-1:]}
         focus = [t for t in tools if t in set(state.uncovered) | failed_tools]
-        wanted = [(t, v, c) for t in focus for v in range(state.round + 1) for c in (False, True)]
+        depth = min(state.round + 1, MAX_VARIANTS)
+        wanted = [(t, v, c) for t in focus for v in range(depth) for c in (False, True)]
     for tool, variant, compound in wanted:
         # Two fresh alternatives per focused tool and round keep a round's cost bounded.
         if state.round > 0 and sum(1 for x in out if x.tool_chain[-1] == tool) >= 2:
@@ -367,7 +372,7 @@ def select(state: SynthesisState, *, bundle: BundleView) -> dict[str, Any]:
     stop = state.stop_reason
     if coverage >= state.target:
         stop = "target coverage reached"
-    elif state.round >= state.budget:
+    elif stop is None and state.round >= state.budget:
         stop = "round budget exhausted"
     return {
         "retained": retained,

@@ -55,13 +55,14 @@ class Draft:
 
     @property
     def signature(self) -> str:
-        """Identity for "already tried": the chain and the concrete argument values."""
+        """Identity for "already tried": chain, concrete arguments and completion conditions."""
         values = {i.name: i.value for i in self.inputs}
         return repr(
             (
                 self.tool_chain,
                 [(c.tool, sorted(c.arguments.items(), key=str)) for c in self.calls],
                 sorted(values.items(), key=str),
+                [c.model_dump_json() for c in self.checks],
             )
         )
 

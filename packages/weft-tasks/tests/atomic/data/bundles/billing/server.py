@@ -23,7 +23,12 @@ def create_server() -> FastMCP:
     def find_invoices(customer_email: str) -> list[dict]:
         """List the invoices of a customer email."""
         with _db() as c:
-            return [dict(r) for r in c.execute("SELECT * FROM invoice WHERE customer_email = ? ORDER BY id", (customer_email,))]
+            return [
+                dict(r)
+                for r in c.execute(
+                    "SELECT * FROM invoice WHERE customer_email = ? ORDER BY id", (customer_email,)
+                )
+            ]
 
     @mcp.tool
     def get_invoice(invoice_id: int) -> dict:
@@ -40,8 +45,13 @@ def create_server() -> FastMCP:
         if amount <= 0:
             raise ToolError("amount must be positive")
         with _db() as c:
-            cur = c.execute("INSERT INTO invoice (customer_email, amount, memo) VALUES (?, ?, ?)", (customer_email, amount, memo))
-            return dict(c.execute("SELECT * FROM invoice WHERE id = ?", (cur.lastrowid,)).fetchone())
+            cur = c.execute(
+                "INSERT INTO invoice (customer_email, amount, memo) VALUES (?, ?, ?)",
+                (customer_email, amount, memo),
+            )
+            return dict(
+                c.execute("SELECT * FROM invoice WHERE id = ?", (cur.lastrowid,)).fetchone()
+            )
 
     @mcp.tool
     def pay_invoice(invoice_id: int) -> dict:

@@ -43,7 +43,10 @@ def create_server() -> FastMCP:
     def list_customers(tier: str) -> list[dict]:
         """List customers of a tier."""
         with _db() as c:
-            return [dict(r) for r in c.execute("SELECT * FROM customer WHERE tier = ? ORDER BY id", (tier,))]
+            return [
+                dict(r)
+                for r in c.execute("SELECT * FROM customer WHERE tier = ? ORDER BY id", (tier,))
+            ]
 
     @mcp.tool
     def create_customer(name: str, email: str, tier: str = "bronze") -> dict:
@@ -52,10 +55,14 @@ def create_server() -> FastMCP:
             raise ToolError(f"unknown tier {tier!r}")
         with _db() as c:
             try:
-                cur = c.execute("INSERT INTO customer (name, email, tier) VALUES (?, ?, ?)", (name, email, tier))
+                cur = c.execute(
+                    "INSERT INTO customer (name, email, tier) VALUES (?, ?, ?)", (name, email, tier)
+                )
             except sqlite3.IntegrityError:
                 raise ToolError(f"email {email!r} is taken") from None
-            return dict(c.execute("SELECT * FROM customer WHERE id = ?", (cur.lastrowid,)).fetchone())
+            return dict(
+                c.execute("SELECT * FROM customer WHERE id = ?", (cur.lastrowid,)).fetchone()
+            )
 
     @mcp.tool
     def update_customer(customer_id: int, tier: str | None = None, city: str | None = None) -> dict:

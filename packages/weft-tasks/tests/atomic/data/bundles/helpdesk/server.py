@@ -37,7 +37,10 @@ def create_server() -> FastMCP:
         if priority not in PRIORITIES:
             raise ToolError(f"unknown priority {priority!r}")
         with _db() as c:
-            if c.execute("SELECT 1 FROM requester WHERE id = ?", (requester_id,)).fetchone() is None:
+            if (
+                c.execute("SELECT 1 FROM requester WHERE id = ?", (requester_id,)).fetchone()
+                is None
+            ):
                 raise ToolError(f"no requester {requester_id}")
             cur = c.execute(
                 "INSERT INTO ticket (requester_id, subject, priority) VALUES (?, ?, ?)",
@@ -70,6 +73,9 @@ def create_server() -> FastMCP:
     def list_tickets(status: str) -> list[dict]:
         """List tickets with a status (open or closed)."""
         with _db() as c:
-            return [dict(r) for r in c.execute("SELECT * FROM ticket WHERE status = ? ORDER BY id", (status,))]
+            return [
+                dict(r)
+                for r in c.execute("SELECT * FROM ticket WHERE status = ? ORDER BY id", (status,))
+            ]
 
     return mcp
