@@ -1,0 +1,179 @@
+"""A hosted session and group: their files, tokens and persisted metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from weft_core.binding import SessionBinding
+from weft_core.models import atomic_write_text
+from weft_megamcp.ledger import SessionLedger
+from weft_megamcp.models import GroupStatus, RuntimeState
+from weft_megamcp.registry import MCPKind
+
+DB_NAME = "state.sqlite"
+FINAL_DB_NAME = "final.sqlite"
+WORKSPACE_NAME = "workspace"
+LEDGER_NAME = "ledger.jsonl"
+GROUP_FILE = "group.json"
+
+
+def token_sha(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _sqlite_change_counter(path: Path) -> tuple[int, int, int]:
+    """(file change counter, size, WAL size): changes whenever a write transaction commits."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(28)
+        counter = int.from_bytes(header[24:28], "big") if len(header) >= 28 else 0
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return (-1, -1, -1)
+    wal = path.with_name(path.name + "-wal")
+    return (counter, size, wal.stat().st_size if wal.exists() else 0)
+
+
+def _workspace_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    if not root.exists():
+        return ()
+    out = []
+    for p in root.rglob("*"):
+        try:
+            st = p.lstat()
+        except FileNotFoundError:
+            continue
+        out.append((str(p.relative_to(root)), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+@dataclass(eq=False)
+class HostedSession:
+    session_id: str
+    group_id: str
+    mcp_id: str
+    version: int
+    kind: MCPKind
+    token_sha: str
+    expires_at: float
+    root: Path
+    initial_uri: str | None
+    initial_sha: str | None
+    state_version: int = 0
+    ledger: SessionLedger = field(init=False)
+    lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.workspace.mkdir(exist_ok=True)
+        self.ledger = SessionLedger(self.root / LEDGER_NAME)
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / DB_NAME
+
+    @property
+    def final_db(self) -> Path:
+        return self.root / FINAL_DB_NAME
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / WORKSPACE_NAME
+
+    def binding(self) -> SessionBinding:
+        return SessionBinding(
+            session_id=self.session_id, db_path=self.db_path, workspace=self.workspace
+        )
+
+    def probe(self) -> tuple[Any, ...]:
+        """A cheap fingerprint of the session's state; differs after any committed write."""
+        return (_sqlite_change_counter(self.db_path), _workspace_signature(self.workspace))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "mcp_id": self.mcp_id,
+            "version": self.version,
+            "kind": str(self.kind),
+            "token_sha": self.token_sha,
+            "expires_at": self.expires_at,
+            "initial_uri": self.initial_uri,
+            "initial_sha": self.initial_sha,
+            "state_version": self.state_version,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], group_id: str, group_root: Path) -> HostedSession:
+        return cls(
+            session_id=data["session_id"],
+            group_id=group_id,
+            mcp_id=data["mcp_id"],
+            version=int(data["version"]),
+            kind=MCPKind(data["kind"]),
+            token_sha=data["token_sha"],
+            expires_at=float(data["expires_at"]),
+            root=group_root / data["mcp_id"],
+            initial_uri=data.get("initial_uri"),
+            initial_sha=data.get("initial_sha"),
+            state_version=int(data.get("state_version", 0)),
+        )
+
+
+@dataclass(eq=False)
+class HostedGroup:
+    group_id: str
+    task_id: str | None
+    root: Path
+    sessions: dict[str, HostedSession]
+    status: GroupStatus = GroupStatus.ACTIVE
+    runtime: RuntimeState = RuntimeState.LOADED
+    verifier: dict[str, Any] | str | None = None
+    bindings: dict[str, Any] = field(default_factory=dict)
+    created_at: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.monotonic)
+    checkpoint_key: str | None = None  # object-store checkpoint of an evicted group
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group_id": self.group_id,
+            "task_id": self.task_id,
+            "status": str(self.status),
+            "runtime": str(self.runtime),
+            "verifier": self.verifier,
+            "bindings": self.bindings,
+            "created_at": self.created_at,
+            "checkpoint_key": self.checkpoint_key,
+            "sessions": [s.to_json() for s in self.sessions.values()],
+        }
+
+    def save(self) -> None:
+        atomic_write_text(self.root / GROUP_FILE, json.dumps(self.to_json(), indent=1))
+
+    @classmethod
+    def load(cls, root: Path) -> HostedGroup:
+        data = json.loads((root / GROUP_FILE).read_text(encoding="utf-8"))
+        group_id = data["group_id"]
+        sessions = {
+            s["mcp_id"]: HostedSession.from_json(s, group_id, root) for s in data["sessions"]
+        }
+        return cls(
+            group_id=group_id,
+            task_id=data.get("task_id"),
+            root=root,
+            sessions=sessions,
+            status=GroupStatus(data["status"]),
+            runtime=RuntimeState(data.get("runtime", "loaded")),
+            verifier=data.get("verifier"),
+            bindings=data.get("bindings") or {},
+            created_at=float(data.get("created_at", time.time())),
+            checkpoint_key=data.get("checkpoint_key"),
+        )

@@ -1,0 +1,167 @@
+"""The host core (registry + groups + background work) and its ASGI application."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from contextlib import AsyncExitStack
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+from weft_megamcp.admin import RegisterRequest, build_admin
+from weft_megamcp.dispatch import TokenGuard, build_front
+from weft_megamcp.exceptions import MegaMCPUserError
+from weft_megamcp.groups import GroupManager
+from weft_megamcp.models import CreateGroupRequest, GroupHandle, RuntimeState
+from weft_megamcp.objectstore import ObjectStore
+from weft_megamcp.registry import MCPRecord, Registry
+from weft_megamcp.sanitize import Sanitizer
+from weft_megamcp.settings import MegaMCPSettings
+
+log = logging.getLogger("weft_megamcp")
+
+
+class HostCore:
+    """Everything one serving process holds: stores, registry, groups, idle manager."""
+
+    def __init__(self, settings: MegaMCPSettings) -> None:
+        self.settings = settings
+        self.data_dir = settings.data_dir.resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.admin_token = settings.admin_token or secrets.token_urlsafe(32)
+        self.store = ObjectStore(
+            settings.resolved_object_store_url, self.data_dir / "cache" / "objects"
+        )
+        self.registry = Registry(
+            settings.resolved_registry_url, self.store, self.data_dir / "modules"
+        )
+        sanitizer = Sanitizer([self.admin_token, str(self.data_dir), self.store.root])
+        self.manager = GroupManager(
+            self.data_dir,
+            self.registry,
+            token_ttl_s=settings.token_ttl_s,
+            call_timeout_s=settings.call_timeout_s,
+            sanitizer=sanitizer,
+        )
+        self.started_at = time.time()
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    @property
+    def base_url(self) -> str:
+        return self.manager.base_url
+
+    @base_url.setter
+    def base_url(self, value: str) -> None:
+        self.manager.base_url = value.rstrip("/")
+
+    async def register(self, req: RegisterRequest) -> MCPRecord:
+        if req.command:
+            if not req.name:
+                raise MegaMCPUserError("registering a command needs a name")
+            return await self.registry.register_command(req.command, name=req.name, env=req.env)
+        if not req.path:
+            raise MegaMCPUserError("give a path or a command to register")
+        return await self.registry.register(req.path, name=req.name)
+
+    async def create_group(self, req: CreateGroupRequest) -> GroupHandle:
+        return await asyncio.to_thread(self.manager.create_group, req)
+
+    async def evict(self, group_id: str) -> None:
+        raise MegaMCPUserError(
+            "eviction needs the checkpoint store, which this host does not have yet"
+        )
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "groups": len(self.manager.groups),
+            "uptime_s": round(time.time() - self.started_at, 1),
+        }
+
+    def stats(self) -> dict[str, Any]:
+        per_tool: dict[str, dict[str, int]] = {}
+        for g in self.manager.groups.values():
+            for s in g.sessions.values():
+                for e in s.ledger.entries:
+                    key = f"{e.mcp}@{e.mcp_version}:{e.tool}"
+                    st = per_tool.setdefault(key, {"calls": 0, "errors": 0, "crashes": 0})
+                    st["calls"] += 1
+                    st["errors"] += int(e.is_error)
+                    st["crashes"] += int(bool(e.error_kind and e.error_kind.is_infrastructure))
+        return {"groups": len(self.manager.groups), "tools": per_tool}
+
+    def metrics_text(self) -> str:
+        lines = ["# TYPE megamcp_groups gauge", f"megamcp_groups {len(self.manager.groups)}"]
+        return "\n".join(lines) + "\n"
+
+    # ---- background ---------------------------------------------------------------------------
+
+    async def idle_loop(self) -> None:
+        s = self.settings
+        while True:
+            await asyncio.sleep(s.idle_scan_interval_s)
+            for g in self.manager.idle_groups(s.offload_after_s, RuntimeState.LOADED):
+                try:
+                    await self.manager.offload(g.group_id)
+                except Exception:
+                    log.exception("offloading group %s failed", g.group_id)
+
+    async def start_background(self) -> None:
+        self._tasks.append(asyncio.create_task(self.idle_loop(), name="megamcp-idle"))
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks.clear()
+        await self.manager.close_all()
+        self.registry.close()
+
+
+class HostASGI:
+    """Routes /admin and /health to the admin API and everything else to the MCP front."""
+
+    def __init__(self, core: HostCore) -> None:
+        self.core = core
+        self.admin = build_admin(core)
+        self.front = build_front(core.manager)
+        self.mcp_app = self.front.http_app(path="/mcp", stateless_http=True, json_response=True)
+        self.guarded = TokenGuard(self.mcp_app, core.manager)
+        self._stack: AsyncExitStack | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        path = scope.get("path", "")
+        if path.startswith("/admin") or path == "/health":
+            await self.admin(scope, receive, send)
+        else:
+            await self.guarded(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    self._stack = AsyncExitStack()
+                    await self._stack.enter_async_context(
+                        self.mcp_app.router.lifespan_context(self.mcp_app)
+                    )
+                    await self.core.start_background()
+                except Exception as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.core.stop()
+                if self._stack is not None:
+                    await self._stack.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return

@@ -1,0 +1,178 @@
+"""`weft-megamcp`: serve, register, inspect, stdio."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from weft_core.exceptions import UserError, WeftError
+
+
+def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from weft_megamcp.settings import load_settings
+
+    return load_settings(
+        Path(args.config) if getattr(args, "config", None) else None,
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        workers=getattr(args, "workers", None),
+        data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if settings.workers > 1:
+        from weft_megamcp.process import serve_master
+
+        return serve_master(settings)
+    import uvicorn
+
+    from weft_megamcp.app import HostASGI, HostCore
+    from weft_megamcp.host import bind_socket, url_of
+
+    core = HostCore(settings)
+    sock = bind_socket(settings.host, settings.port)
+    core.base_url = url_of(settings.host, sock.getsockname()[1])
+    if settings.admin_token is None:
+        print(f"admin token: {core.admin_token}", file=sys.stderr)
+    print(
+        f"MegaMCP serving on {core.base_url} (MCP at {core.base_url}/mcp, data in {core.data_dir})",
+        file=sys.stderr,
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(HostASGI(core), log_level=settings.log_level, backlog=2048)
+    )
+    server.run(sockets=[sock])
+    return 0
+
+
+async def _register_async(args: argparse.Namespace) -> int:
+    if args.url:
+        from weft_megamcp.client import MegaMCPClient
+
+        token = args.admin_token or os.environ.get("WEFT_MEGAMCP_ADMIN_TOKEN")
+        if not token:
+            raise UserError("--url needs --admin-token (or WEFT_MEGAMCP_ADMIN_TOKEN)")
+        async with MegaMCPClient(args.url, token) as client:
+            if args.command:
+                rec = await client.register_command(
+                    args.command, name=args.name or Path(args.command[0]).stem
+                )
+            else:
+                rec = await client.register(args.path, name=args.name)
+    else:
+        from weft_megamcp.objectstore import ObjectStore
+        from weft_megamcp.registry import Registry
+
+        settings = _settings(args)
+        data = settings.data_dir.resolve()
+        data.mkdir(parents=True, exist_ok=True)
+        store = ObjectStore(settings.resolved_object_store_url, data / "cache" / "objects")
+        registry = Registry(settings.resolved_registry_url, store, data / "modules")
+        try:
+            if args.command:
+                rec = await registry.register_command(
+                    args.command, name=args.name or Path(args.command[0]).stem
+                )
+            else:
+                rec = await registry.register(args.path, name=args.name)
+        finally:
+            registry.close()
+    if args.json:
+        print(rec.model_dump_json(indent=2))
+    else:
+        print(
+            f"registered {rec.mcp_id} v{rec.version} ({rec.kind}, {len(rec.tools)} tools, source {rec.source_hash[:12]})"
+        )
+    return 0
+
+
+def _register(args: argparse.Namespace) -> int:
+    if not args.path and not args.command:
+        raise UserError("give a PATH or --command ARGV...")
+    return asyncio.run(_register_async(args))
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from weft_megamcp.screening import main_inspect
+
+    return main_inspect(args.path, as_json=args.json)
+
+
+def _stdio(args: argparse.Namespace) -> int:
+    from weft_megamcp import stdio_bridge
+
+    return int(stdio_bridge.main_stdio(args.url, args.token) or 0)  # type: ignore[attr-defined]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="weft-megamcp",
+        description="MegaMCP: a shared MCP host with isolated per-session state.",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    serve = sub.add_parser(
+        "serve", help="run the host (MCP over streamable HTTP at /mcp, admin API at /admin)"
+    )
+    serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="TCP port (default: a free port)")
+    serve.add_argument(
+        "--workers", type=int, help="0/1: one process; N: prefork N worker processes"
+    )
+    serve.add_argument("--data-dir", help="data folder (default .megamcp)")
+    serve.add_argument("--config", help="TOML settings file")
+    serve.set_defaults(fn=_serve)
+
+    reg = sub.add_parser("register", help="register an EnvBundle, a module or a stdio command")
+    reg.add_argument("path", nargs="?", help="EnvBundle folder, module package folder or .py file")
+    reg.add_argument(
+        "--command", nargs=argparse.REMAINDER, help="argv of a stdio MCP server (rest of the line)"
+    )
+    reg.add_argument("--name", help="MCP id (default: from the bundle or file name)")
+    reg.add_argument(
+        "--url", help="register through a running host's admin API instead of the local registry"
+    )
+    reg.add_argument("--admin-token", help="admin token for --url")
+    reg.add_argument("--data-dir", help="data folder of the local registry (default .megamcp)")
+    reg.add_argument("--config", help="TOML settings file")
+    reg.add_argument("--json", action="store_true", help="print the record as JSON")
+    reg.set_defaults(fn=_register)
+
+    ins = sub.add_parser(
+        "inspect", help="screen a server module: load class, isolation tier and why"
+    )
+    ins.add_argument("path")
+    ins.add_argument("--json", action="store_true")
+    ins.set_defaults(fn=_inspect)
+
+    st = sub.add_parser(
+        "stdio", help="bridge one session to stdio for harnesses that only speak stdio"
+    )
+    st.add_argument("--url", required=True)
+    st.add_argument("--token", required=True)
+    st.set_defaults(fn=_stdio)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except WeftError as exc:
+        print(f"weft-megamcp: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except json.JSONDecodeError as exc:
+        print(f"weft-megamcp: error: bad JSON: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

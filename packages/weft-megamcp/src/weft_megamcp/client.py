@@ -1,0 +1,285 @@
+"""Async client SDK of MegaMCP: the admin API plus real MCP calls into group sessions.
+
+async with MegaMCPHost.running(settings) as host:
+    client = MegaMCPClient(host.url, host.admin_token)
+    rec = await client.register("examples/bundles/crm")
+    group = await client.create_group(mcps={rec.mcp_id: None})
+    res = await client.call_tool(group, rec.mcp_id, "list_contacts", {})
+    result = await client.verify(group)
+    await client.close(group)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types as mt
+from fastmcp import Client
+
+from weft_core.models import CheckSet, LedgerEntry
+from weft_megamcp.exceptions import (
+    AuthError,
+    GroupStateError,
+    MegaMCPRuntimeError,
+    MegaMCPUserError,
+    NotFoundError,
+)
+from weft_megamcp.models import (
+    CallResult,
+    GroupHandle,
+    GroupInfo,
+    SessionInfo,
+    VerificationResult,
+)
+from weft_megamcp.registry import MCPRecord
+
+GroupRef = GroupHandle | str
+
+
+def _gid(group: GroupRef) -> str:
+    return group.group_id if isinstance(group, GroupHandle) else group
+
+
+def _verifier_json(verifier: Any) -> Any:
+    if verifier is None or isinstance(verifier, str):
+        return verifier
+    if isinstance(verifier, CheckSet):
+        return {"final": verifier.model_dump(mode="json")}
+    if isinstance(verifier, dict):
+        out: dict[str, Any] = {}
+        for k, v in verifier.items():
+            if isinstance(v, CheckSet):
+                out[k] = v.model_dump(mode="json")
+            elif isinstance(v, list):
+                out[k] = [c.model_dump(mode="json") if hasattr(c, "model_dump") else c for c in v]
+            else:
+                out[k] = v
+        return out
+    raise MegaMCPUserError(
+        f"verifier must be a CheckSet, a dict of checkpoints or a verifier id, not {type(verifier).__name__}"
+    )
+
+
+class MegaMCPClient:
+    """Talks to one MegaMCP host. Admin calls use the admin token; tool calls use session tokens."""
+
+    def __init__(self, url: str, admin_token: str, *, timeout_s: float = 120.0) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=timeout_s
+        )
+        self._sessions: dict[str, Client[Any]] = {}
+        self._session_lock = asyncio.Lock()
+
+    async def __aenter__(self) -> MegaMCPClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for sid in list(self._sessions):
+            await self._drop_session(sid)
+        await self._http.aclose()
+
+    async def _drop_session(self, session_id: str) -> None:
+        client = self._sessions.pop(session_id, None)
+        if client is not None:
+            with contextlib.suppress(Exception):  # the host may already have closed the session
+                await client.__aexit__(None, None, None)
+
+    async def _req(self, method: str, path: str, json: Any = None) -> Any:
+        try:
+            resp = await self._http.request(method, path, json=json)
+        except httpx.HTTPError as exc:
+            raise MegaMCPRuntimeError(
+                f"MegaMCP at {self.url} unreachable: {type(exc).__name__}: {exc}"
+            ) from None
+        if resp.status_code >= 400:
+            try:
+                detail = resp.json().get("detail", resp.text)
+            except ValueError:
+                detail = resp.text
+            cls = {401: AuthError, 404: NotFoundError, 409: GroupStateError}.get(resp.status_code)
+            if cls is None:
+                cls = MegaMCPUserError if resp.status_code < 500 else MegaMCPRuntimeError
+            raise cls(f"{method} {path}: {detail}")
+        return resp.json()
+
+    # ---- registry -----------------------------------------------------------------------------
+
+    async def register(self, path: str | Path, *, name: str | None = None) -> MCPRecord:
+        """Register an EnvBundle folder, a module package folder or a module .py file (host-side path)."""
+        data = await self._req(
+            "POST", "/admin/mcps", {"path": str(Path(path).resolve()), "name": name}
+        )
+        return MCPRecord.model_validate(data)
+
+    async def register_command(
+        self, argv: list[str], *, name: str, env: dict[str, str] | None = None
+    ) -> MCPRecord:
+        data = await self._req(
+            "POST", "/admin/mcps", {"command": argv, "name": name, "env": env or {}}
+        )
+        return MCPRecord.model_validate(data)
+
+    async def mcps(self) -> list[MCPRecord]:
+        return [MCPRecord.model_validate(d) for d in await self._req("GET", "/admin/mcps")]
+
+    async def mcp(self, mcp_id: str, version: int | None = None) -> MCPRecord:
+        q = f"?version={version}" if version else ""
+        return MCPRecord.model_validate(await self._req("GET", f"/admin/mcps/{mcp_id}{q}"))
+
+    async def put_snapshot(self, mcp_id: str, sqlite_path: str | Path) -> str:
+        """Store an immutable initial DB; returns its object-store URI (for create_group)."""
+        data = await self._req(
+            "POST", f"/admin/mcps/{mcp_id}/snapshots", {"path": str(Path(sqlite_path).resolve())}
+        )
+        return str(data["uri"])
+
+    async def put_verifier(self, kind: str, content: str | CheckSet | dict[str, Any]) -> str:
+        """Store a verifier ('checks': {checkpoint: CheckSet}; 'python': source); returns its id."""
+        import json
+
+        text = content if isinstance(content, str) else json.dumps(_verifier_json(content))
+        return str(
+            (await self._req("POST", "/admin/verifiers", {"kind": kind, "content": text}))[
+                "verifier_id"
+            ]
+        )
+
+    # ---- groups -------------------------------------------------------------------------------
+
+    async def create_group(
+        self,
+        mcps: dict[str, str | None] | list[str],
+        verifier: Any = None,
+        task_id: str | None = None,
+        bindings: dict[str, Any] | None = None,
+    ) -> GroupHandle:
+        """One private session per MCP ('id' or 'id@version'), each from its snapshot URI or seed."""
+        body = {
+            "mcps": {m: None for m in mcps} if isinstance(mcps, list) else mcps,
+            "verifier": _verifier_json(verifier),
+            "task_id": task_id,
+            "bindings": bindings or {},
+        }
+        return GroupHandle.model_validate(await self._req("POST", "/admin/groups", body))
+
+    async def info(self, group: GroupRef) -> GroupInfo:
+        return GroupInfo.model_validate(await self._req("GET", f"/admin/groups/{_gid(group)}"))
+
+    async def pause(self, group: GroupRef) -> GroupInfo:
+        return GroupInfo.model_validate(
+            await self._req("POST", f"/admin/groups/{_gid(group)}/pause")
+        )
+
+    async def resume(self, group: GroupRef) -> GroupInfo:
+        return GroupInfo.model_validate(
+            await self._req("POST", f"/admin/groups/{_gid(group)}/resume")
+        )
+
+    async def freeze(self, group: GroupRef) -> GroupInfo:
+        return GroupInfo.model_validate(
+            await self._req("POST", f"/admin/groups/{_gid(group)}/freeze")
+        )
+
+    async def offload(self, group: GroupRef) -> GroupInfo:
+        return GroupInfo.model_validate(
+            await self._req("POST", f"/admin/groups/{_gid(group)}/offload")
+        )
+
+    async def evict(self, group: GroupRef) -> GroupInfo:
+        return GroupInfo.model_validate(
+            await self._req("POST", f"/admin/groups/{_gid(group)}/evict")
+        )
+
+    async def close(self, group: GroupRef) -> None:
+        if isinstance(group, GroupHandle):
+            for s in group.sessions.values():
+                await self._drop_session(s.session_id)
+        await self._req("POST", f"/admin/groups/{_gid(group)}/close")
+
+    async def verify(self, group: GroupRef) -> VerificationResult:
+        """Freeze the group and run its verifier's final checkpoint server-side."""
+        return VerificationResult.model_validate(
+            await self._req("POST", f"/admin/groups/{_gid(group)}/verify", {})
+        )
+
+    async def checkpoint_verify(self, group: GroupRef, checkpoint: str) -> VerificationResult:
+        """Run one checkpoint's checks on the live state (the group keeps running)."""
+        data = await self._req(
+            "POST", f"/admin/groups/{_gid(group)}/verify", {"checkpoint": checkpoint}
+        )
+        return VerificationResult.model_validate(data)
+
+    async def ledger(self, group: GroupRef) -> dict[str, list[LedgerEntry]]:
+        data = await self._req("GET", f"/admin/groups/{_gid(group)}/ledger")
+        return {m: [LedgerEntry.model_validate(e) for e in entries] for m, entries in data.items()}
+
+    async def snapshot(self, group: GroupRef) -> str:
+        return str(
+            (await self._req("POST", f"/admin/groups/{_gid(group)}/snapshot"))["snapshot_id"]
+        )
+
+    async def restore(self, group: GroupRef, snapshot_id: str) -> GroupInfo:
+        data = await self._req(
+            "POST", f"/admin/groups/{_gid(group)}/restore", {"snapshot_id": snapshot_id}
+        )
+        return GroupInfo.model_validate(data)
+
+    async def fork(self, group: GroupRef, n: int) -> list[GroupHandle]:
+        data = await self._req("POST", f"/admin/groups/{_gid(group)}/fork", {"n": n})
+        return [GroupHandle.model_validate(d) for d in data]
+
+    async def stats(self) -> dict[str, Any]:
+        return dict(await self._req("GET", "/admin/stats"))
+
+    # ---- MCP ----------------------------------------------------------------------------------
+
+    def session_client(self, session: SessionInfo) -> Client[Any]:
+        """A new (unopened) fastmcp Client for one session: its URL with its bearer token."""
+        return Client(session.url, auth=session.token)
+
+    async def _client(self, session: SessionInfo) -> Client[Any]:
+        client = self._sessions.get(session.session_id)
+        if client is not None:
+            return client
+        async with self._session_lock:
+            client = self._sessions.get(session.session_id)
+            if client is None:
+                client = self.session_client(session)
+                await client.__aenter__()
+                self._sessions[session.session_id] = client
+            return client
+
+    async def list_tools(self, group: GroupHandle, mcp_id: str) -> list[mt.Tool]:
+        return list(await (await self._client(group.session(mcp_id))).list_tools())
+
+    async def call_tool(
+        self, group: GroupHandle, mcp_id: str, tool: str, arguments: dict[str, Any] | None = None
+    ) -> CallResult:
+        """A real MCP tools/call over streamable HTTP with the session's bearer token."""
+        client = await self._client(group.session(mcp_id))
+        res = await client.call_tool(tool, arguments or {}, raise_on_error=False)
+        content = [c.model_dump(mode="json", exclude_none=True) for c in res.content]
+        text = "\n".join(c.text for c in res.content if isinstance(c, mt.TextContent))
+        return CallResult(
+            is_error=bool(res.is_error),
+            content=content,
+            structured=res.structured_content,
+            text=text,
+        )
+
+    async def langchain_tools(self, group: GroupHandle) -> list[Any]:
+        """LangChain tools over every session of the group (langchain.mcp.MCPAdapter)."""
+        from fastmcp.client.group import ClientGroup
+        from langchain.mcp import MCPAdapter
+
+        clients = {m: self.session_client(s) for m, s in group.sessions.items()}
+        target: Any = next(iter(clients.values())) if len(clients) == 1 else ClientGroup(clients)
+        return list(await MCPAdapter(target).list_tools())

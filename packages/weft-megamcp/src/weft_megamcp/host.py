@@ -1,0 +1,164 @@
+"""Run a real MegaMCP host for tests and pipelines: in this process, or as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import uvicorn
+
+from weft_megamcp.app import HostASGI, HostCore
+from weft_megamcp.exceptions import MegaMCPRuntimeError
+from weft_megamcp.settings import MegaMCPSettings
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class MegaMCPHost:
+    """A running host: `url`, `admin_token`, and `stop()`.
+
+    `await MegaMCPHost.start(settings)` serves in this process's event loop (uvicorn on
+    127.0.0.1, a free port unless set); `subprocess=True` runs `weft-megamcp serve` instead
+    (needed for --workers > 1 or to kill the host in a test).
+    """
+
+    def __init__(self, url: str, admin_token: str, settings: MegaMCPSettings) -> None:
+        self.url = url
+        self.admin_token = admin_token
+        self.settings = settings
+        self.core: HostCore | None = None
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+
+    @classmethod
+    async def start(
+        cls, settings: MegaMCPSettings | None = None, *, subprocess: bool = False
+    ) -> MegaMCPHost:
+        settings = settings or MegaMCPSettings()
+        if settings.admin_token is None:
+            settings = settings.model_copy(update={"admin_token": secrets.token_urlsafe(32)})
+        if subprocess or settings.workers > 1:
+            return await cls._start_subprocess(settings)
+        core = HostCore(settings)
+        sock = bind_socket(settings.host, settings.port)
+        port = sock.getsockname()[1]
+        host = cls(url_of(settings.host, port), core.admin_token, settings)
+        core.base_url = host.url
+        server = uvicorn.Server(
+            uvicorn.Config(
+                HostASGI(core),
+                log_level=settings.log_level,
+                lifespan="on",
+                timeout_graceful_shutdown=5,
+                limit_concurrency=None,
+                backlog=2048,
+            )
+        )
+        host.core, host._server = core, server
+        host._task = asyncio.create_task(server.serve(sockets=[sock]), name="megamcp-uvicorn")
+        while not server.started:
+            if host._task.done():
+                host._task.result()
+                raise MegaMCPRuntimeError("MegaMCP host stopped during startup")
+            await asyncio.sleep(0.01)
+        host._sock = sock
+        return host
+
+    @classmethod
+    async def _start_subprocess(cls, settings: MegaMCPSettings) -> MegaMCPHost:
+        port = settings.port
+        if port == 0:
+            probe = bind_socket(settings.host, 0)
+            port = probe.getsockname()[1]
+            probe.close()
+        assert settings.admin_token is not None
+        env = {**os.environ, "WEFT_MEGAMCP_ADMIN_TOKEN": settings.admin_token}
+        argv = [
+            sys.executable,
+            "-m",
+            "weft_megamcp.cli",
+            "serve",
+            "--host",
+            settings.host,
+            "--port",
+            str(port),
+            "--workers",
+            str(settings.workers),
+            "--data-dir",
+            str(settings.data_dir),
+        ]
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(settings.data_dir.resolve() / "host.log", "ab") as log:
+            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log)
+        host = cls(url_of(settings.host, port), settings.admin_token, settings)
+        host._proc = proc
+        deadline = time.monotonic() + 60
+        async with httpx.AsyncClient() as http:
+            while True:
+                if proc.poll() is not None:
+                    raise MegaMCPRuntimeError(
+                        f"weft-megamcp serve exited with {proc.returncode} during startup"
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get(f"{host.url}/health", timeout=2)).status_code == 200:
+                        return host
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    raise MegaMCPRuntimeError(
+                        "weft-megamcp serve did not become healthy within 60 s"
+                    )
+                await asyncio.sleep(0.1)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else os.getpid()
+
+    async def stop(self) -> None:
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._server = None
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                await asyncio.to_thread(self._proc.wait, 15)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                await asyncio.to_thread(self._proc.wait)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(
+        cls, settings: MegaMCPSettings | None = None, *, subprocess: bool = False
+    ) -> AsyncIterator[MegaMCPHost]:
+        host = await cls.start(settings, subprocess=subprocess)
+        try:
+            yield host
+        finally:
+            await host.stop()

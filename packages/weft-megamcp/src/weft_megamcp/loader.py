@@ -1,0 +1,129 @@
+"""Load a registered server module under a unique package name (the server-module contract).
+
+Each (MCP, version) is imported as its own package `weft_mcp_<slug>_v<version>` from its
+materialized source folder, so many modules and versions coexist in one process and relative
+imports (`from .models import ...`) resolve to the right sibling. The host never runs a module's
+migrations or lifespan; it only obtains its FastMCP instance.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+
+from fastmcp import FastMCP
+
+from weft_megamcp.exceptions import ModuleLoadError
+
+_lock = threading.RLock()
+# One FastMCP instance per loaded (MCP, version): the module-load contract says the host calls
+# create_server() once per module load.
+_servers: dict[str, FastMCP] = {}
+
+
+def package_name(mcp_id: str, version: int, tag: str = "") -> str:
+    """Unique per MCP, version and (via `tag`, a source-hash prefix) content."""
+    base = f"weft_mcp_{re.sub(r'[^0-9a-zA-Z_]', '_', mcp_id)}_v{version}"
+    return f"{base}_{tag}" if tag else base
+
+
+def _import_package(name: str, folder: Path) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    init = folder / "__init__.py"
+    if init.exists():
+        spec = importlib.util.spec_from_file_location(
+            name, init, submodule_search_locations=[str(folder)]
+        )
+    else:
+        spec = importlib.util.spec_from_loader(name, loader=None, is_package=True)
+    if spec is None:
+        raise ModuleLoadError(f"cannot build an import spec for {folder.name}")
+    module = importlib.util.module_from_spec(spec)
+    if not init.exists():
+        module.__path__ = [str(folder)]
+    sys.modules[name] = module
+    try:
+        if spec.loader is not None:
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def find_server(module: ModuleType) -> FastMCP:
+    """`create_server()` if the module has it, else its module-level FastMCP instance."""
+    factory = getattr(module, "create_server", None)
+    if callable(factory):
+        server = factory()
+        if not isinstance(server, FastMCP):
+            raise ModuleLoadError(f"create_server() returned {type(server).__name__}, not FastMCP")
+        return server
+    for attr in ("mcp", "server", "app"):
+        candidate = getattr(module, attr, None)
+        if isinstance(candidate, FastMCP):
+            return candidate
+    found = [v for v in vars(module).values() if isinstance(v, FastMCP)]
+    if len(found) == 1:
+        return found[0]
+    raise ModuleLoadError(
+        "module exposes neither create_server() nor exactly one module-level FastMCP instance"
+    )
+
+
+def load_server(
+    mcp_id: str, version: int, folder: Path, entry: str, tag: str = ""
+) -> tuple[FastMCP, str]:
+    """Import `entry` from `folder` as part of a unique package; return (server, package name)."""
+    pkg = package_name(mcp_id, version, tag)
+    with _lock:
+        if pkg in _servers:
+            return _servers[pkg], pkg
+        try:
+            _import_package(pkg, folder)
+            module = (
+                importlib.import_module(f"{pkg}.{entry}")
+                if entry != "__init__"
+                else sys.modules[pkg]
+            )
+        except ModuleLoadError:
+            raise
+        except Exception as exc:  # third-party code: any import failure is a load failure
+            _forget(pkg)
+            raise ModuleLoadError(
+                f"MCP {mcp_id!r} v{version}: importing {entry!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            server = find_server(module)
+        except ModuleLoadError as exc:
+            _forget(pkg)
+            raise ModuleLoadError(f"MCP {mcp_id!r} v{version}: {exc}") from None
+        except Exception as exc:
+            _forget(pkg)
+            raise ModuleLoadError(
+                f"MCP {mcp_id!r} v{version}: create_server() failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        _servers[pkg] = server
+        return server, pkg
+
+
+def is_loaded(pkg: str) -> bool:
+    return pkg in _servers
+
+
+def _forget(pkg: str) -> None:
+    _servers.pop(pkg, None)
+    for name in [n for n in sys.modules if n == pkg or n.startswith(pkg + ".")]:
+        del sys.modules[name]
+
+
+def unload(pkg: str) -> None:
+    """Drop a module package from sys.modules (offload); the next load imports it afresh."""
+    with _lock:
+        _forget(pkg)

@@ -1,0 +1,95 @@
+"""Public models of the admin API and the client SDK (JSON on the wire)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from weft_core.models import CheckOutcome
+
+
+class GroupStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    FROZEN = "frozen"
+    CLOSED = "closed"
+
+
+class RuntimeState(StrEnum):
+    """Where a group's runtime lives (idle management); orthogonal to its status."""
+
+    LOADED = "loaded"  # engines and modules live, files on local disk
+    OFFLOADED = "offloaded"  # engines disposed; files on local disk
+    EVICTED = "evicted"  # checkpointed to the object store; local files removed
+
+
+class SessionInfo(BaseModel):
+    """What an agent harness needs to reach one session: URL and bearer token."""
+
+    session_id: str
+    mcp_id: str
+    version: int
+    url: str
+    token: str
+
+
+class GroupHandle(BaseModel):
+    group_id: str
+    task_id: str | None = None
+    sessions: dict[str, SessionInfo]
+    status: GroupStatus = GroupStatus.ACTIVE
+
+    def session(self, mcp_id: str) -> SessionInfo:
+        try:
+            return self.sessions[mcp_id]
+        except KeyError:
+            raise KeyError(f"group {self.group_id} has no session for MCP {mcp_id!r}") from None
+
+
+class GroupInfo(BaseModel):
+    """Server-side view of a group (admin only; holds no tokens)."""
+
+    group_id: str
+    task_id: str | None
+    status: GroupStatus
+    runtime: RuntimeState
+    sessions: dict[str, dict[str, Any]]
+    created_at: float
+    last_used: float
+
+
+class CallResult(BaseModel):
+    """The result of one tool call as the agent saw it."""
+
+    is_error: bool
+    content: list[dict[str, Any]] = Field(default_factory=list)
+    structured: Any = None
+    text: str = Field(default="", description="The text contents joined, for convenience.")
+
+
+class VerificationResult(BaseModel):
+    """Per-check outcomes of one checkpoint (or the final verification) and its reward."""
+
+    checkpoint: str
+    outcomes: list[CheckOutcome]
+    reward: float
+    passed: bool
+    error: str | None = Field(
+        default=None, description="Why the verifier could not run, if it could not."
+    )
+
+
+class CreateGroupRequest(BaseModel):
+    mcps: dict[str, str | None] = Field(
+        description="MCP id (optionally 'id@version') -> initial snapshot URI, or None for the seed."
+    )
+    verifier: dict[str, Any] | str | None = Field(
+        default=None,
+        description="Checks per checkpoint {checkpoint: CheckSet JSON | [Check]}, or a registered verifier id.",
+    )
+    task_id: str | None = None
+    bindings: dict[str, Any] = Field(
+        default_factory=dict, description="Entity bindings for check values."
+    )

@@ -1,0 +1,379 @@
+"""The registry: content-addressed MCP versions, snapshots and verifiers in SQL + object store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, event, func
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, create_engine, select
+
+from weft_core._hashing import canonical_json, sha256_text
+from weft_core.models import ToolSpec, slugify
+from weft_megamcp import loader
+from weft_megamcp.exceptions import ModuleLoadError, NotFoundError, RegistrationError
+from weft_megamcp.objectstore import ObjectStore, file_sha256
+from weft_megamcp.registry._records import (
+    METADATA,
+    MCPKind,
+    MCPRecord,
+    MCPVersionRow,
+    SnapshotRecord,
+    SnapshotRow,
+    VerifierRecord,
+    VerifierRow,
+)
+from weft_megamcp.registry._sources import SourceInfo, inspect_source
+
+
+def _tool_specs(tools: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for tool in tools:
+        mcp_tool = tool.to_mcp_tool() if hasattr(tool, "to_mcp_tool") else tool
+        schema = dict(mcp_tool.input_schema or {"type": "object", "properties": {}})
+        schema.setdefault("type", "object")
+        spec = ToolSpec(
+            name=mcp_tool.name,
+            description=mcp_tool.description or "",
+            input_schema=schema,
+            output_schema=mcp_tool.output_schema,
+            annotations=mcp_tool.annotations.model_dump(exclude_none=True)
+            if mcp_tool.annotations
+            else None,
+        )
+        out.append(spec.model_dump(mode="json"))
+    return out
+
+
+def _screen(path: Path) -> dict[str, Any]:
+    """Load class and isolation tier of a module (static AST screening; nothing is imported)."""
+    from weft_megamcp.screening import screen_path
+
+    report = screen_path(path)
+    return {
+        "tier": str(report.tier),
+        "load_class": str(report.load_class),
+        "cap": report.cap,
+        "reasons": report.reasons[:20],
+    }
+
+
+def _screen_command(argv: list[str]) -> dict[str, Any]:
+    from weft_megamcp.screening import screen_command
+
+    report = screen_command(argv)
+    return {
+        "tier": str(report.tier),
+        "load_class": str(report.load_class),
+        "cap": report.cap,
+        "reasons": report.reasons,
+    }
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _wal(dbapi_conn: Any, _: Any) -> None:
+            # Several worker processes share the registry file: WAL lets readers run during a write.
+            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            dbapi_conn.execute("PRAGMA busy_timeout=30000")
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+class Registry:
+    """MCP records with monotonically increasing versions per MCP, keyed by source content.
+
+    Registering identical content again returns the existing version; changed content gets the
+    next version. Sources, seeds, snapshots and verifiers are blobs in the object store.
+    """
+
+    def __init__(self, url: str, store: ObjectStore, modules_dir: Path) -> None:
+        self.url = url
+        self.store = store
+        self.modules_dir = modules_dir
+        self.engine = make_engine(url)
+        METADATA.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ---- MCPs -------------------------------------------------------------------------------
+
+    async def register(self, path: str | Path, *, name: str | None = None) -> MCPRecord:
+        """Register an EnvBundle folder, a module package folder or a module .py file."""
+        info = inspect_source(Path(path), name=name)
+        info.metadata["screen"] = _screen(Path(path))
+        tree = info.tree()
+        source_hash = sha256_text(
+            canonical_json({"kind": info.kind, "entry": info.entry, "tree": tree})
+        )
+        existing = self._by_hash(info.mcp_id, source_hash)
+        if existing is not None:
+            return existing
+        for rel, p in info.files.items():
+            self.store.put_file(p, tree[rel])
+        tree_blob = self.store.put_bytes(canonical_json(tree).encode())
+        seed_uri = self.put_snapshot(info.mcp_id, info.seed).uri if info.seed else None
+        version = self._next_version(info.mcp_id)
+        folder = self.materialize_tree(info.mcp_id, version, tree_blob)
+        tools = await self._list_module_tools(info, version, folder, source_hash[:10])
+        row = MCPVersionRow(
+            mcp_id=info.mcp_id,
+            version=version,
+            kind=info.kind,
+            name=info.name,
+            description=info.description,
+            domain=info.domain,
+            source_hash=source_hash,
+            source_tree=tree_blob,
+            entry=info.entry,
+            tools=tools,
+            seed_snapshot_uri=seed_uri,
+            meta=info.metadata,
+        )
+        return self._insert(row)
+
+    async def register_command(
+        self,
+        argv: list[str],
+        *,
+        name: str,
+        env: dict[str, str] | None = None,
+        description: str = "",
+    ) -> MCPRecord:
+        """Register a command that starts a stdio MCP server (served one process per session)."""
+        if not argv or not all(isinstance(a, str) and a for a in argv):
+            raise RegistrationError("command must be a non-empty list of non-empty strings")
+        if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
+            raise RegistrationError(f"command {argv[0]!r} is not on PATH")
+        mcp_id = slugify(name)
+        entry = json.dumps(argv)
+        meta = {"argv": argv, "env": env or {}, "screen": _screen_command(argv)}
+        source_hash = sha256_text(
+            canonical_json({"kind": "command", "entry": entry, "env": env or {}})
+        )
+        existing = self._by_hash(mcp_id, source_hash)
+        if existing is not None:
+            return existing
+        from weft_megamcp.stdio_runtime import list_command_tools
+
+        with tempfile.TemporaryDirectory(prefix="megamcp-register-") as tmp:
+            try:
+                tools = await list_command_tools(argv, env or {}, Path(tmp))
+            except Exception as exc:
+                raise RegistrationError(
+                    f"command {' '.join(argv)!r} did not answer tools/list: {type(exc).__name__}: {exc}"
+                ) from None
+        row = MCPVersionRow(
+            mcp_id=mcp_id,
+            version=self._next_version(mcp_id),
+            kind=MCPKind.COMMAND,
+            name=name,
+            description=description,
+            source_hash=source_hash,
+            entry=entry,
+            tools=_tool_specs(tools),
+            meta=meta,
+        )
+        return self._insert(row)
+
+    async def _list_module_tools(
+        self, info: SourceInfo, version: int, folder: Path, tag: str
+    ) -> list[dict[str, Any]]:
+        try:
+            server, _ = loader.load_server(info.mcp_id, version, folder, info.entry, tag)
+            return _tool_specs(list(await server.list_tools()))
+        except ModuleLoadError as exc:
+            raise RegistrationError(str(exc)) from None
+        except Exception as exc:
+            raise RegistrationError(
+                f"{info.root}: listing tools failed: {type(exc).__name__}: {exc}"
+            ) from None
+
+    def _insert(self, row: MCPVersionRow) -> MCPRecord:
+        for attempt in range(5):
+            with Session(self.engine) as s:
+                s.add(row)
+                try:
+                    s.commit()
+                except IntegrityError:
+                    s.rollback()
+                    again = self._by_hash(row.mcp_id, row.source_hash)
+                    if again is not None:
+                        return again
+                    if attempt == 4:
+                        raise
+                    row = MCPVersionRow.model_validate(
+                        row.model_dump(exclude={"id"}) | {"version": self._next_version(row.mcp_id)}
+                    )
+                    continue
+                s.refresh(row)
+                return row.record()
+        raise RegistrationError(
+            f"could not allocate a version for {row.mcp_id!r}"
+        )  # pragma: no cover
+
+    def _by_hash(self, mcp_id: str, source_hash: str) -> MCPRecord | None:
+        with Session(self.engine) as s:
+            row = s.exec(
+                select(MCPVersionRow).where(
+                    MCPVersionRow.mcp_id == mcp_id, MCPVersionRow.source_hash == source_hash
+                )
+            ).first()
+            return row.record() if row else None
+
+    def _next_version(self, mcp_id: str) -> int:
+        with Session(self.engine) as s:
+            current = s.exec(
+                select(func.max(MCPVersionRow.version)).where(MCPVersionRow.mcp_id == mcp_id)
+            ).one()
+            return int(current or 0) + 1
+
+    def get(self, mcp_id: str, version: int | None = None) -> MCPRecord:
+        with Session(self.engine) as s:
+            q = select(MCPVersionRow).where(MCPVersionRow.mcp_id == mcp_id)
+            q = (
+                q.where(MCPVersionRow.version == version)
+                if version
+                else q.order_by(MCPVersionRow.version.desc())
+            )  # type: ignore[union-attr]
+            row = s.exec(q).first()
+            if row is None:
+                what = f"MCP {mcp_id!r}" + (f" version {version}" if version else "")
+                raise NotFoundError(f"{what} is not registered")
+            return row.record()
+
+    def list(self) -> list[MCPRecord]:
+        """The latest version of every MCP."""
+        with Session(self.engine) as s:
+            rows = s.exec(
+                select(MCPVersionRow).order_by(MCPVersionRow.mcp_id, MCPVersionRow.version)
+            ).all()
+            latest: dict[str, MCPVersionRow] = {r.mcp_id: r for r in rows}
+            return [r.record() for r in latest.values()]
+
+    def versions(self, mcp_id: str) -> list[MCPRecord]:
+        with Session(self.engine) as s:
+            rows = s.exec(
+                select(MCPVersionRow)
+                .where(MCPVersionRow.mcp_id == mcp_id)
+                .order_by(MCPVersionRow.version)
+            ).all()
+            return [r.record() for r in rows]
+
+    def source_folder(self, record: MCPRecord) -> Path:
+        """The materialized source of a module/bundle version (fetched from the store if needed)."""
+        with Session(self.engine) as s:
+            row = s.exec(
+                select(MCPVersionRow).where(
+                    MCPVersionRow.mcp_id == record.mcp_id, MCPVersionRow.version == record.version
+                )
+            ).one()
+        if row.source_tree is None:
+            raise NotFoundError(f"MCP {record.mcp_id!r} v{record.version} has no source files")
+        return self.materialize_tree(record.mcp_id, record.version, row.source_tree)
+
+    def materialize_tree(self, mcp_id: str, version: int, tree_blob: str) -> Path:
+        folder = self.modules_dir / mcp_id / f"v{version}"
+        marker = folder / ".complete"
+        if marker.exists() and marker.read_text() == tree_blob:
+            return folder
+        tree: dict[str, str] = json.loads(self.store.get_bytes(tree_blob))
+        self.modules_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.modules_dir, prefix=f".{mcp_id}-v{version}-"))
+        try:
+            for rel, sha in tree.items():
+                target = (tmp / rel).resolve()
+                if tmp.resolve() not in target.parents:
+                    raise RegistrationError(f"source tree entry {rel!r} escapes its folder")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(self.store.local_path(sha), target)
+            (tmp / ".complete").write_text(tree_blob)
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            if folder.exists():
+                shutil.rmtree(folder)
+            tmp.rename(folder)
+        except FileExistsError:
+            shutil.rmtree(tmp, ignore_errors=True)  # another process materialized it first
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return folder
+
+    # ---- snapshots ----------------------------------------------------------------------------
+
+    def put_snapshot(self, mcp_id: str, path: str | Path) -> SnapshotRecord:
+        """Store an immutable initial DB for `mcp_id`; returns its record (idempotent by content)."""
+        p = Path(path)
+        if not p.is_file():
+            raise RegistrationError(f"snapshot {p}: no such file")
+        with open(p, "rb") as fh:
+            if fh.read(16) != b"SQLite format 3\x00":
+                raise RegistrationError(f"snapshot {p}: not a SQLite database")
+        sha = file_sha256(p)
+        self.store.put_file(p, sha)
+        uri = self.store.uri(sha)
+        with Session(self.engine) as s:
+            row = s.get(SnapshotRow, uri)
+            if row is None:
+                row = SnapshotRow(uri=uri, mcp_id=mcp_id, sha256=sha, size=p.stat().st_size)
+                s.add(row)
+                try:
+                    s.commit()
+                except IntegrityError:
+                    s.rollback()
+                    row = s.get(SnapshotRow, uri)
+                    assert row is not None
+                s.refresh(row)
+            return SnapshotRecord(
+                uri=row.uri,
+                mcp_id=row.mcp_id,
+                sha256=row.sha256,
+                size=row.size,
+                created_at=row.created_at,
+            )
+
+    def snapshot_file(self, uri: str) -> tuple[Path, str]:
+        """(local read-only path, sha256) of a snapshot URI."""
+        sha = self.store.sha_of_uri(uri)
+        return self.store.local_path(sha), sha
+
+    # ---- verifiers ----------------------------------------------------------------------------
+
+    def put_verifier(self, kind: str, content: bytes) -> VerifierRecord:
+        if kind not in ("checks", "python"):
+            raise RegistrationError(f"verifier kind must be 'checks' or 'python', not {kind!r}")
+        sha = self.store.put_bytes(content)
+        with Session(self.engine) as s:
+            row = s.get(VerifierRow, sha)
+            if row is None:
+                row = VerifierRow(
+                    verifier_id=sha, kind=kind, blob=sha, created_at=datetime.now(UTC)
+                )
+                s.add(row)
+                try:
+                    s.commit()
+                except IntegrityError:
+                    s.rollback()
+                    row = s.get(VerifierRow, sha)
+                    assert row is not None
+                s.refresh(row)
+            return VerifierRecord(
+                verifier_id=row.verifier_id, kind=row.kind, created_at=row.created_at
+            )
+
+    def get_verifier(self, verifier_id: str) -> tuple[str, bytes]:
+        with Session(self.engine) as s:
+            row = s.get(VerifierRow, verifier_id)
+            if row is None:
+                raise NotFoundError(f"verifier {verifier_id[:12]} is not registered")
+            return row.kind, self.store.get_bytes(row.blob)

@@ -1,0 +1,137 @@
+"""Command-based (stdio) MCP servers: one dedicated process per session (the stronger tier).
+
+The process runs with the session's workspace as its working directory and WEFT_DB_PATH /
+WEFT_WORKSPACE pointing at the session's private state, so a Weft-aware server binds to it and
+any other server at least writes only inside its own folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import mcp_types as mt
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+from fastmcp.exceptions import NotFoundError as FastMCPNotFound
+from fastmcp.exceptions import ToolError
+from fastmcp.tools.base import Tool, ToolResult
+
+from weft_megamcp._session import HostedSession
+from weft_megamcp.registry import MCPRecord, Registry
+
+_SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
+
+
+def _transport(argv: list[str], env: dict[str, str], cwd: Path, db: Path | None) -> StdioTransport:
+    # Only a minimal environment reaches third-party servers: no host credentials.
+    base = {k: os.environ[k] for k in _SAFE_ENV if k in os.environ}
+    base.update(env)
+    base["WEFT_WORKSPACE"] = str(cwd)
+    if db is not None:
+        base["WEFT_DB_PATH"] = str(db)
+    return StdioTransport(
+        command=argv[0],
+        args=argv[1:],
+        env=base,
+        cwd=str(cwd),
+        keep_alive=False,
+        log_file=cwd.parent / "server.log",
+    )
+
+
+async def list_command_tools(argv: list[str], env: dict[str, str], cwd: Path) -> list[mt.Tool]:
+    ws = cwd / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    async with Client(_transport(argv, env, ws, None)) as client:
+        return list(await client.list_tools())
+
+
+class _Proc:
+    def __init__(self, client: Client[Any], stack: AsyncExitStack) -> None:
+        self.client = client
+        self.stack = stack
+
+
+class CommandRuntime:
+    """Starts each session's own server process on first use and stops it on release."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._procs: dict[str, _Proc] = {}
+        self._records: dict[tuple[str, int], MCPRecord] = {}
+        self._start_lock = asyncio.Lock()
+
+    def record(self, mcp_id: str, version: int) -> MCPRecord:
+        key = (mcp_id, version)
+        if key not in self._records:
+            self._records[key] = self.registry.get(mcp_id, version)
+        return self._records[key]
+
+    async def _proc(self, session: HostedSession) -> _Proc:
+        proc = self._procs.get(session.session_id)
+        if proc is not None:
+            return proc
+        async with self._start_lock:
+            proc = self._procs.get(session.session_id)
+            if proc is not None:
+                return proc
+            rec = self.record(session.mcp_id, session.version)
+            argv = json.loads(rec.entry)
+            env = {str(k): str(v) for k, v in (rec.metadata.get("env") or {}).items()}
+            stack = AsyncExitStack()
+            client: Client[Any] = Client(_transport(argv, env, session.workspace, session.db_path))
+            await stack.enter_async_context(client)
+            proc = _Proc(client, stack)
+            self._procs[session.session_id] = proc
+            return proc
+
+    async def list_tools(self, session: HostedSession) -> list[Tool]:
+        rec = self.record(session.mcp_id, session.version)
+        return [
+            Tool(
+                name=t.name,
+                description=t.description,
+                parameters=t.input_schema,
+                output_schema=t.output_schema,
+            )
+            for t in rec.tools
+        ]
+
+    async def call_tool(
+        self, session: HostedSession, tool: str, arguments: dict[str, Any]
+    ) -> ToolResult:
+        rec = self.record(session.mcp_id, session.version)
+        if tool not in {t.name for t in rec.tools}:
+            raise FastMCPNotFound(f"Unknown tool: {tool!r}")
+        proc = await self._proc(session)
+        try:
+            result = await proc.client.call_tool(tool, arguments, raise_on_error=False)
+        except Exception:
+            # The process died or the pipe broke: drop it so the next call starts a fresh one.
+            await self._drop(session.session_id)
+            raise
+        if result.is_error:
+            text = " ".join(c.text for c in result.content if isinstance(c, mt.TextContent))
+            raise ToolError(text or "tool failed")
+        return ToolResult(
+            content=list(result.content), structured_content=result.structured_content
+        )
+
+    async def _drop(self, session_id: str) -> None:
+        proc = self._procs.pop(session_id, None)
+        if proc is not None:
+            with contextlib.suppress(Exception):  # the process may already be gone
+                await proc.stack.aclose()
+
+    async def release(self, session: HostedSession) -> None:
+        await self._drop(session.session_id)
+
+    async def close(self) -> None:
+        for sid in list(self._procs):
+            await self._drop(sid)

@@ -1,0 +1,172 @@
+"""Server-side verification of a group: weft-core checks or a registered Python verifier.
+
+Evidence per MCP is the session's immutable initial DB, its DB at the checkpoint (the frozen
+final DB for the final verification) and its ledger. Only the admin API can start it: the
+verifier's content lives in the registry/group metadata and never in a session's reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from weft_core.checks import evaluate, evidence_from_paths
+from weft_core.exceptions import CheckError, UserError
+from weft_core.models import CheckOutcome, CheckSet
+from weft_megamcp._session import HostedGroup
+from weft_megamcp.exceptions import MegaMCPUserError
+from weft_megamcp.models import VerificationResult
+from weft_megamcp.registry import Registry
+
+FINAL = "final"
+
+
+def _checks_for(spec: Any, checkpoint: str) -> tuple[list[Any], dict[str, Any]]:
+    """(checks, bindings) for `checkpoint` from {checkpoint: CheckSet | [check]}."""
+    if isinstance(spec, dict) and "checks" in spec and checkpoint == FINAL and "kind" not in spec:
+        spec = {FINAL: spec}  # a bare CheckSet means the final checkpoint
+    if not isinstance(spec, dict) or checkpoint not in spec:
+        known = sorted(spec) if isinstance(spec, dict) else []
+        raise MegaMCPUserError(f"the verifier has no checkpoint {checkpoint!r} (has: {known})")
+    item = spec[checkpoint]
+    if isinstance(item, list):
+        return item, {}
+    cs = CheckSet.model_validate(item)
+    return list(cs.checks), dict(cs.bindings)
+
+
+def _paths(
+    group: HostedGroup, registry: Registry, final_dbs: dict[str, Path]
+) -> dict[str, dict[str, str | None]]:
+    out: dict[str, dict[str, str | None]] = {}
+    for m, s in group.sessions.items():
+        initial = str(registry.snapshot_file(s.initial_uri)[0]) if s.initial_uri else None
+        out[m] = {
+            "initial_db": initial,
+            "final_db": str(final_dbs[m]) if m in final_dbs else None,
+            "ledger": str(s.root / "ledger.jsonl"),
+            "workspace": str(s.workspace),
+        }
+    return out
+
+
+def evaluate_checks(
+    checks: list[Any],
+    bindings: dict[str, Any],
+    paths: dict[str, dict[str, str | None]],
+    *,
+    frozen: bool,
+) -> list[CheckOutcome]:
+    evidence = {
+        m: evidence_from_paths(
+            initial_db=p["initial_db"],
+            final_db=p["final_db"],
+            ledger=p["ledger"] if p["ledger"] and Path(p["ledger"]).exists() else [],
+            workspace_after=p["workspace"],
+            mcp=m,
+            frozen=frozen,
+        )
+        for m, p in paths.items()
+    }
+    return evaluate(checks, evidence, bindings).outcomes
+
+
+async def run_verifier(
+    group: HostedGroup,
+    registry: Registry,
+    checkpoint: str,
+    final_dbs: dict[str, Path],
+    *,
+    frozen: bool,
+    timeout_s: float,
+) -> VerificationResult:
+    spec = group.verifier
+    if spec is None:
+        raise MegaMCPUserError(f"group {group.group_id} carries no verifier")
+    paths = _paths(group, registry, final_dbs)
+    kind = "checks"
+    if isinstance(spec, str):
+        kind, content = registry.get_verifier(spec)
+        if kind == "checks":
+            spec = json.loads(content)
+    try:
+        if kind == "checks":
+            checks, cs_bindings = _checks_for(spec, checkpoint)
+            bindings = {**cs_bindings, **group.bindings}
+            outcomes = await asyncio.to_thread(
+                evaluate_checks, checks, bindings, paths, frozen=frozen
+            )
+            passed = all(o.passed for o in outcomes)
+            return VerificationResult(
+                checkpoint=checkpoint,
+                outcomes=outcomes,
+                reward=1.0 if passed else 0.0,
+                passed=passed,
+            )
+        return await _run_python(content, checkpoint, group.bindings, paths, frozen, timeout_s)
+    except (CheckError, UserError) as exc:
+        return VerificationResult(
+            checkpoint=checkpoint, outcomes=[], reward=0.0, passed=False, error=str(exc)
+        )
+
+
+async def _run_python(
+    source: bytes,
+    checkpoint: str,
+    bindings: dict[str, Any],
+    paths: dict[str, Any],
+    frozen: bool,
+    timeout_s: float,
+) -> VerificationResult:
+    """Run a Python verifier in its own process (it may be slow or broken; the host is not)."""
+    with tempfile.TemporaryDirectory(prefix="megamcp-verify-") as tmp:
+        Path(tmp, "verifier.py").write_bytes(source)
+        Path(tmp, "input.json").write_text(
+            json.dumps(
+                {"checkpoint": checkpoint, "bindings": bindings, "paths": paths, "frozen": frozen}
+            )
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WEFT_MEGAMCP_")}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "weft_megamcp._verifier_runner",
+            tmp,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            cwd=tmp,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return VerificationResult(
+                checkpoint=checkpoint,
+                outcomes=[],
+                reward=0.0,
+                passed=False,
+                error=f"verifier timed out after {timeout_s:g} s",
+            )
+        if proc.returncode != 0:
+            tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            return VerificationResult(
+                checkpoint=checkpoint,
+                outcomes=[],
+                reward=0.0,
+                passed=False,
+                error=f"verifier failed: {tail[0][:300]}",
+            )
+        data = json.loads(out.decode().strip().splitlines()[-1])
+        outcomes = [CheckOutcome.model_validate(o) for o in data["outcomes"]]
+        passed = all(o.passed for o in outcomes)
+        reward = float(data.get("reward", 1.0 if passed else 0.0))
+        return VerificationResult(
+            checkpoint=checkpoint, outcomes=outcomes, reward=reward, passed=passed
+        )
