@@ -109,6 +109,7 @@ def backend(
     only: set[str] | None = None,
     previous: BackendPlan | None = None,
     feedback: list[str] | None = None,
+    force_programmatic: set[str] | None = None,
 ) -> tuple[BackendPlan, list[str]]:
     notes: list[str] = []
     kept = {r.tool: r for r in (previous.routes if previous else [])}
@@ -140,7 +141,7 @@ def backend(
             routes.append(kept[c.tool])
             continue
         tool = spec.tool(c.tool)
-        cand = proposed.get(c.tool)
+        cand = None if c.tool in (force_programmatic or set()) else proposed.get(c.tool)
         if cand is not None:
             problems = check_route(cand, c, tool, model)
             if not problems:

@@ -315,6 +315,7 @@ def contracts(
     only: set[str] | None = None,
     previous: ContractSet | None = None,
     feedback: list[str] | None = None,
+    force_programmatic: set[str] | None = None,
 ) -> tuple[ContractSet, list[str], dict[str, str]]:
     """Contracts for every tool (or only `only`, keeping `previous` for the rest).
 
@@ -350,7 +351,7 @@ def contracts(
             out.append(kept[tool.name])
             continue
         effect = analysis.effect(tool.name)
-        cand = proposed.get(tool.name)
+        cand = None if tool.name in (force_programmatic or set()) else proposed.get(tool.name)
         if cand is not None:
             problems = check_contract(tool, cand, model)
             if not problems:

@@ -1,0 +1,113 @@
+"""Node 7, certify: write the EnvBundle (validation.json, manifest.json last) and move it into place.
+
+A tool is certified when every check run on it in the final validation passed. The folder is
+built under OUT/.work-*, the manifest is written last, and the folder is renamed to OUT/<slug>; an
+earlier version is moved to OUT/.history/<slug>-v<N>, never overwritten. A spec whose tools all fail
+gets no bundle (its report says why), so nothing half-built ever looks certified.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from weft_core.models import EnvBundleManifest, StateKind, ToolCertification
+from weft_envsynth._internal.assemble import dump_json, file_hashes
+from weft_envsynth.state import EnvSynthState
+
+
+def tool_certifications(state: EnvSynthState) -> list[ToolCertification]:
+    report = state.report
+    kinds = {c.tool: c.state_kind for c in (state.contracts.contracts if state.contracts else [])}
+    if state.analysis:
+        for eff in state.analysis.tools:
+            kinds.setdefault(eff.tool, eff.state_kind)
+    out = []
+    for tool in state.spec.tools:
+        checks = [c for c in (report.checks if report else []) if c.tool == tool.name]
+        failed = [c for c in checks if not c.passed]
+        reason = state.uncertified.get(tool.name)
+        if reason is None and failed:
+            f = failed[0]
+            reason = f"{f.category} error in {f.name}: {f.detail}"
+        if reason is None and not any(c.kind != "structural" for c in checks):
+            reason = "no execution check could run"
+        out.append(
+            ToolCertification(
+                name=tool.name,
+                state_kind=kinds.get(tool.name, StateKind.DATABASE),
+                certified=reason is None,
+                reason=reason,
+                checks_run=len(checks),
+                checks_passed=len(checks) - len(failed),
+            )
+        )
+    return out
+
+
+def certify_state(state: EnvSynthState) -> dict[str, Any]:
+    work = Path(state.work_dir) if state.work_dir else None
+    if state.error is not None:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+        return {"work_dir": None}
+    assert work is not None
+    tools = tool_certifications(state)
+    if not any(t.certified for t in tools):
+        shutil.rmtree(work, ignore_errors=True)
+        first = next((t.reason for t in tools if t.reason), "no tool passed validation")
+        return {"error": f"no tool could be certified (e.g. {first})", "work_dir": None}
+    out = Path(state.out_dir)
+    final = out / state.spec.slug
+    version = 1
+    if (final / "manifest.json").exists():
+        try:
+            version = EnvBundleManifest.load(final / "manifest.json").version + 1
+        except Exception:
+            version = 2
+    validation = {
+        "mcp": state.spec.slug,
+        "rounds_used": state.round,
+        "strategy": state.strategy,
+        "notes": state.notes,
+        "tools": [t.model_dump(mode="json") for t in tools],
+        "rounds": [
+            r.model_dump(mode="json")
+            for r in [*state.history, *([state.report] if state.report else [])]
+        ],
+    }
+    dump_json(work / "validation.json", validation)
+    (work / ".seed.sqlite.tmp").unlink(missing_ok=True)
+    for cache in work.rglob("__pycache__"):
+        shutil.rmtree(cache, ignore_errors=True)
+    manifest = EnvBundleManifest(
+        name=state.spec.slug,
+        domain=state.spec.domain,
+        description=state.spec.description,
+        spec_hash=state.spec.sealed().content_hash or "",
+        schema_revision=state.schema_revision or "base",
+        tools=tools,
+        files=file_hashes(work),
+        strategy=state.strategy,
+        rounds_used=state.round,
+        version=version,
+    )
+    manifest.save(work / "manifest.json")
+    if final.exists():
+        history = out / ".history"
+        history.mkdir(parents=True, exist_ok=True)
+        old_version = version - 1
+        dest = history / f"{state.spec.slug}-v{old_version}"
+        n = 1
+        while dest.exists():
+            n += 1
+            dest = history / f"{state.spec.slug}-v{old_version}.{n}"
+        final.rename(dest)
+    work.rename(final)
+    return {"manifest": manifest.sealed(), "bundle_path": str(final), "work_dir": None}
+
+
+def read_validation(bundle: Path) -> dict[str, Any]:
+    return json.loads((bundle / "validation.json").read_text(encoding="utf-8"))

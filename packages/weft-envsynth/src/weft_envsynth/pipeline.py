@@ -1,0 +1,220 @@
+"""Running the graph on specs: one spec, or a batch over a process pool, each ending in a SynthResult."""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from weft_core.models import MCPSpec
+from weft_envsynth.state import EnvSynthState
+
+Status = Literal["certified", "partial", "rejected", "failed"]
+
+
+class SynthResult(BaseModel):
+    """The outcome of synthesizing one spec (one row of the CLI report)."""
+
+    source: str = Field(description="Spec file (or the spec name).")
+    name: str | None = None
+    slug: str | None = None
+    status: Status
+    bundle: str | None = Field(default=None, description="Path of the written bundle.")
+    tools_total: int = 0
+    tools_certified: int = 0
+    rounds_used: int = 0
+    reason: str | None = Field(default=None, description="Why the spec was rejected or failed.")
+    uncertified: dict[str, str] = Field(
+        default_factory=dict, description="Tool -> why it is not certified."
+    )
+    rejected_tools: dict[str, str] = Field(
+        default_factory=dict, description="Tools the loader dropped."
+    )
+    seconds: float = 0.0
+
+
+def _model_name(llm: Any) -> str:
+    if llm is None:
+        return "programmatic"
+    return str(
+        getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
+    )
+
+
+def synthesize_spec(
+    spec: MCPSpec,
+    out_dir: str | Path,
+    *,
+    llm: Any = None,
+    rounds: int = 3,
+    source: str | None = None,
+    checkpointer: Any = None,
+    thread_id: str | None = None,
+) -> SynthResult:
+    """Run the whole graph on one spec and summarize the outcome."""
+    from weft_envsynth.graph import build_envsynth_graph
+
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    previous = out / spec.slug
+    state = EnvSynthState(
+        spec=spec,
+        out_dir=str(out),
+        rounds=rounds,
+        strategy=_model_name(llm),
+        previous_bundle=str(previous) if (previous / "manifest.json").exists() else None,
+    )
+    graph = build_envsynth_graph(llm, rounds=rounds, checkpointer=checkpointer)
+    config: dict[str, Any] = {"recursion_limit": 20 + 6 * rounds}
+    if checkpointer is not None:
+        config["configurable"] = {"thread_id": thread_id or spec.slug}
+    final = EnvSynthState.model_validate(graph.invoke(state, config=config))
+    src = source or spec.source or spec.name
+    if final.error is not None or final.manifest is None:
+        return SynthResult(
+            source=src,
+            name=spec.name,
+            slug=spec.slug,
+            status="rejected",
+            reason=final.error,
+            tools_total=len(spec.tools),
+            rounds_used=final.round,
+            seconds=time.perf_counter() - t0,
+            uncertified=dict(final.uncertified),
+        )
+    m = final.manifest
+    unc = {t.name: t.reason or "" for t in m.tools if not t.certified}
+    return SynthResult(
+        source=src,
+        name=spec.name,
+        slug=spec.slug,
+        status="certified" if m.certified else "partial",
+        bundle=final.bundle_path,
+        tools_total=len(m.tools),
+        tools_certified=len(m.certified_tools),
+        rounds_used=final.round,
+        uncertified=unc,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def load_spec(path: str | Path) -> tuple[MCPSpec, dict[str, str]]:
+    """Load any supported spec file (weft_core.loaders); returns the spec and the tools it dropped."""
+    from weft_core.loaders import load_spec_file
+
+    loaded = load_spec_file(path)
+    return loaded.spec, {r.name: r.reason for r in loaded.rejected_tools}
+
+
+def synthesize_file(
+    path: str | Path, out_dir: str | Path, *, model: str | None = None, rounds: int = 3
+) -> SynthResult:
+    """Load and synthesize one spec file; never raises (a failure becomes a result with a reason)."""
+    from weft_core.exceptions import WeftError
+
+    t0 = time.perf_counter()
+    src = str(path)
+    try:
+        spec, dropped = load_spec(path)
+    except WeftError as exc:
+        return SynthResult(
+            source=src,
+            status="rejected",
+            reason=f"spec not loadable: {exc}",
+            seconds=time.perf_counter() - t0,
+        )
+    if not spec.tools:
+        return SynthResult(
+            source=src,
+            name=spec.name,
+            status="rejected",
+            reason="no usable tool in the spec",
+            rejected_tools=dropped,
+            seconds=time.perf_counter() - t0,
+        )
+    try:
+        llm = _make_llm(model)
+        result = synthesize_spec(spec, out_dir, llm=llm, rounds=rounds, source=src)
+    except WeftError as exc:
+        return SynthResult(
+            source=src,
+            name=spec.name,
+            status="rejected",
+            reason=str(exc),
+            rejected_tools=dropped,
+            seconds=time.perf_counter() - t0,
+        )
+    except Exception as exc:  # one spec's crash must not stop the batch; the report keeps the cause
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+        return SynthResult(
+            source=src,
+            name=spec.name,
+            status="failed",
+            reason=f"{type(exc).__name__}: {exc} ({where})"[:400],
+            rejected_tools=dropped,
+            seconds=time.perf_counter() - t0,
+        )
+    result.rejected_tools = dropped
+    return result
+
+
+_LLM_CACHE: dict[str, Any] = {}
+
+
+def _make_llm(model: str | None) -> Any:
+    if not model:
+        return None
+    if model not in _LLM_CACHE:
+        from weft_core.llm import make_chat_model
+
+        _LLM_CACHE[model] = make_chat_model(model)
+    return _LLM_CACHE[model]
+
+
+def synthesize_files(
+    paths: Iterable[str | Path],
+    out_dir: str | Path,
+    *,
+    model: str | None = None,
+    rounds: int = 3,
+    jobs: int = 1,
+    on_result: Callable[[SynthResult], None] | None = None,
+) -> list[SynthResult]:
+    """Synthesize many spec files, `jobs` at a time in worker processes; results in input order."""
+    paths = [str(p) for p in paths]
+    results: dict[int, SynthResult] = {}
+    if jobs <= 1:
+        for i, p in enumerate(paths):
+            results[i] = synthesize_file(p, out_dir, model=model, rounds=rounds)
+            if on_result:
+                on_result(results[i])
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, max_tasks_per_child=200) as pool:
+            futures = {
+                pool.submit(synthesize_file, p, out_dir, model=model, rounds=rounds): i
+                for i, p in enumerate(paths)
+            }
+            for fut in as_completed(futures):
+                i = futures[fut]
+                try:
+                    results[i] = fut.result()
+                except Exception as exc:  # a worker died (memory, signal): record it and go on
+                    results[i] = SynthResult(
+                        source=paths[i],
+                        status="failed",
+                        reason=f"worker died: {type(exc).__name__}: {exc}"[:300],
+                    )
+                if on_result:
+                    on_result(results[i])
+    return [results[i] for i in range(len(paths))]
+
+
+def default_jobs() -> int:
+    return max(1, (os.cpu_count() or 2))

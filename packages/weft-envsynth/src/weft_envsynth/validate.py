@@ -1,0 +1,974 @@
+"""Node 5, validate: start the server in-process and check it by execution.
+
+Structural checks (every spec tool is listed with its exact input schema), then generated normal
+and boundary calls per tool (all fields, required only, enum edges, empty strings, unknown ids,
+wrong types, missing required arguments, broken preconditions, escaping paths). Queries are
+checked against the DB read independently with sqlite3; updates against the DB or workspace diff
+and a subsequent read. Every failure is classified: structural (-> schema), mapping
+(-> contracts) or runtime / state access (-> backend).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from weft_core.binding import SessionBinding, bind_session, release_session
+from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
+from weft_envsynth._internal.dbstate import (
+    Rows,
+    diff_rows,
+    read_db,
+    read_workspace,
+    same_row,
+    same_value,
+)
+from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.errors import BundleError
+from weft_envsynth.loader import import_bundle, unload_bundle
+from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
+
+_ORDER = {
+    "read": 0,
+    "list": 0,
+    "search": 0,
+    "compute": 0,
+    "file_read": 0,
+    "file_list": 0,
+    "create": 1,
+    "file_write": 1,
+    "update": 2,
+    "action": 3,
+    "delete": 4,
+    "file_delete": 4,
+}
+SEED_FILES = {
+    "README.md": "# Team workspace\nShared notes and reports.\n",
+    "notes/todo.txt": "- review open tickets\n- send weekly report\n",
+    "reports/q1.csv": "month,revenue\njan,1200\nfeb,1350\nmar,1500\n",
+}
+
+
+class _Call:
+    def __init__(self, is_error: bool, data: Any, text: str) -> None:
+        self.is_error = is_error
+        self.data = data
+        self.text = text
+
+
+def _error_category(text: str) -> IssueCategory:
+    """Where a valid call's error points: the schema, the contract, or the backend."""
+    low = text.lower()
+    if (
+        "no such table" in low
+        or "no such column" in low
+        or low.startswith("conflict: constraint failed")
+    ):
+        return "structural"
+    if low.startswith("not_found") or low.startswith("invalid_state"):
+        return "mapping"
+    return "runtime"
+
+
+class _Validator:
+    def __init__(
+        self,
+        spec: MCPSpec,
+        model: EntityModel,
+        contracts: ContractSet,
+        client: Any,
+        db: Path,
+        ws: Path,
+    ) -> None:
+        self.spec = spec
+        self.model = model
+        self.contracts = contracts
+        self.client = client
+        self.db = db
+        self.ws = ws
+        self.checks: list[CheckRecord] = []
+        self._n = 0
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def call(self, tool: str, args: dict[str, Any]) -> _Call:
+        res = await self.client.call_tool(tool, args, raise_on_error=False)
+        text = " ".join(getattr(c, "text", "") for c in res.content or [])
+        return _Call(bool(res.is_error), res.structured_content, text)
+
+    def state(self) -> Rows:
+        return read_db(self.db, self.model)
+
+    def record(
+        self,
+        tool: str,
+        name: str,
+        kind: str,
+        ok: bool,
+        category: IssueCategory | None = None,
+        detail: str = "",
+        args: dict[str, Any] | None = None,
+    ) -> bool:
+        self.checks.append(
+            CheckRecord(
+                tool=tool,
+                name=name,
+                kind=kind,
+                passed=ok,  # type: ignore[arg-type]
+                category=None if ok else (category or "runtime"),
+                detail=detail[:300],
+                arguments=args,
+            )
+        )
+        return ok
+
+    def fresh(self, kind: str) -> Any:
+        self._n += 1
+        return {"integer": 900000 + self._n, "number": 12.5 + self._n, "boolean": True}.get(
+            kind, f"validation {self._n}"
+        )
+
+    # -- argument generation ----------------------------------------------------------------
+
+    def entity(self, name: str | None) -> Entity:
+        return self.model.entity(name or "")
+
+    def value_for(
+        self,
+        tool: ToolSpec,
+        arg: str,
+        contract: ToolContract,
+        target: dict[str, Any] | None,
+        state: Rows,
+        *,
+        enum_pick: int = 0,
+    ) -> tuple[bool, Any]:
+        schema = tool.properties.get(arg, {})
+        mapping = next((m for m in contract.mappings if m.argument == arg), None)
+        role = mapping.role if mapping else "option"
+        stype = schema_type(schema)
+        enum = string_enum(schema)
+        if contract.operation.startswith("file_"):
+            return True, self._file_value(contract, role, arg, stype)
+        ent = self.entity(contract.entity)
+        if role == "key":
+            if contract.operation == "create":
+                kf = ent.field(ent.key)
+                return True, self.fresh(
+                    "integer"
+                ) if kf.type == "integer" else f"NEW-{self._n + 1:05d}"
+            return (target is not None), (target or {}).get(ent.key)
+        if role == "reference" and mapping and mapping.field:
+            parent = (ent.field(mapping.field).foreign_key or "").split(".")[0]
+            rows = list(state.get(parent, {}))
+            if (
+                target is not None
+                and target.get(mapping.field) is not None
+                and contract.operation != "update"
+            ):
+                return True, target[mapping.field]
+            return bool(rows), rows[min(1, len(rows) - 1)] if rows else None
+        if role == "filter":
+            if mapping and mapping.field is None:
+                if target is None:
+                    return True, "record"
+                words = " ".join(
+                    str(target.get(f.name) or "")
+                    for f in ent.fields
+                    if f.type == "string" and not f.primary_key
+                ).split()
+                word = next(
+                    (w for w in words if len(w) >= 4 and w.isalpha()),
+                    words[0] if words else "record",
+                )
+                return True, word if stype in (None, "string") else None
+            if target is not None and mapping and mapping.field:
+                v = target.get(mapping.field)
+                if v is None:
+                    return False, None
+                return True, v
+            return False, None
+        if enum:
+            return True, enum[enum_pick % len(enum)] if enum_pick >= 0 else enum[-1]
+        if role == "value" and mapping and mapping.field:
+            f = ent.field(mapping.field)
+            if f.enum:
+                return True, f.enum[enum_pick % len(f.enum)] if enum_pick >= 0 else f.enum[-1]
+        return True, self._typed_value(schema, stype, arg)
+
+    def _typed_value(self, schema: Any, stype: str | None, arg: str) -> Any:
+        if stype == "integer":
+            lo = schema.get("minimum", 1) if isinstance(schema, dict) else 1
+            hi = schema.get("maximum", 10) if isinstance(schema, dict) else 10
+            return max(int(lo), min(5, int(hi)))
+        if stype == "number":
+            lo = schema.get("minimum", 1) if isinstance(schema, dict) else 1
+            return max(float(lo), 2.5)
+        if stype == "boolean":
+            return True
+        if stype == "array":
+            item = schema.get("items", {}) if isinstance(schema, dict) else {}
+            it = schema_type(item)
+            return [self._typed_value(item, it, arg)] if it else ["x"]
+        if stype == "object":
+            return {}
+        if stype == "string" or stype is None:
+            fmt = schema.get("format") if isinstance(schema, dict) else None
+            if fmt == "date":
+                return "2026-05-01"
+            if fmt == "date-time":
+                return "2026-05-01T10:00:00Z"
+            if fmt == "email" or "email" in arg.lower():
+                self._n += 1
+                return f"validator{self._n}@example.com"
+            if fmt in {"uri", "url"} or "url" in arg.lower():
+                return "https://example.com/validation"
+            return f"validation {arg} {self._n}"
+        return None
+
+    def _file_value(self, contract: ToolContract, role: str, arg: str, stype: str | None) -> Any:
+        paths = [m.argument for m in contract.mappings if m.role == "path"]
+        if role == "path":
+            if contract.operation == "file_write":
+                if len(paths) > 1 and arg == paths[0]:
+                    return "notes/todo.txt"
+                self._n += 1
+                return f"validation/file_{self._n}.txt"
+            if contract.operation == "file_list":
+                return "/"
+            return "notes/todo.txt" if contract.operation == "file_read" else "reports/q1.csv"
+        if role == "content":
+            return "written by validation\n"
+        return self._typed_value({}, stype, arg)
+
+    def build_args(
+        self,
+        tool: ToolSpec,
+        contract: ToolContract,
+        target: dict[str, Any] | None,
+        state: Rows,
+        *,
+        required_only: bool,
+        enum_pick: int = 0,
+    ) -> dict[str, Any] | None:
+        args: dict[str, Any] = {}
+        for arg in tool.properties:
+            required = arg in tool.required
+            if required_only and not required:
+                continue
+            mapping = next((m for m in contract.mappings if m.argument == arg), None)
+            role = mapping.role if mapping else "option"
+            if not required and role == "option" and not contract.operation.startswith("file_"):
+                stype = schema_type(tool.properties[arg])
+                if stype not in {"integer"} or string_enum(tool.properties[arg]):
+                    continue
+            ok, value = self.value_for(tool, arg, contract, target, state, enum_pick=enum_pick)
+            if not ok or value is None:
+                if required:
+                    return None
+                continue
+            args[arg] = value
+        return args
+
+    def pick_target(self, contract: ToolContract, state: Rows) -> dict[str, Any] | None:
+        if contract.entity is None:
+            return None
+        ent = self.entity(contract.entity)
+        rows = list(state.get(ent.name, {}).values())
+        if not rows:
+            return None
+        if contract.operation == "action" and contract.transitions:
+            tr = contract.transitions[0]
+            ok = [
+                r
+                for r in rows
+                if r.get(tr.field) != tr.to_value
+                and (not tr.from_values or r.get(tr.field) in tr.from_values)
+            ]
+            return ok[0] if ok else None
+        if contract.operation == "delete":
+            referenced = set()
+            for e in self.model.entities:
+                for f in e.fields:
+                    if f.foreign_key == f"{ent.name}.{ent.key}":
+                        referenced |= {r.get(f.name) for r in state.get(e.name, {}).values()}
+            free = [r for r in rows if r[ent.key] not in referenced]
+            return free[-1] if free else None
+        if contract.operation in {"list", "search", "compute"}:
+            return rows[len(rows) // 2]
+        return rows[0]
+
+    # -- checks -----------------------------------------------------------------------------
+
+    async def structural(self) -> set[str]:
+        listed = {t.name: t for t in await self.client.list_tools()}
+        ok_tools: set[str] = set()
+        have_contract = {c.tool for c in self.contracts.contracts}
+        for tool in self.spec.tools:
+            t = listed.get(tool.name)
+            if t is None:
+                reason = (
+                    "no contract, so no route"
+                    if tool.name not in have_contract
+                    else "tool not listed by the server"
+                )
+                self.record(
+                    tool.name,
+                    "listed",
+                    "structural",
+                    False,
+                    "structural" if tool.name in have_contract else "mapping",
+                    reason,
+                )
+                continue
+            if t.input_schema != tool.input_schema:
+                self.record(
+                    tool.name,
+                    "input_schema",
+                    "structural",
+                    False,
+                    "structural",
+                    "listed input schema differs from the spec",
+                )
+                continue
+            self.record(tool.name, "listed_with_schema", "structural", True)
+            ok_tools.add(tool.name)
+        return ok_tools
+
+    async def run_tool(self, tool: ToolSpec, contract: ToolContract) -> None:
+        if contract.operation.startswith("file_"):
+            await self.file_checks(tool, contract)
+            return
+        await self.positive(tool, contract, required_only=False, name="normal_all_fields")
+        if set(tool.required) != set(tool.properties):
+            await self.positive(tool, contract, required_only=True, name="normal_required_only")
+        enum_args = [a for a in tool.properties if string_enum(tool.properties[a])]
+        if enum_args:
+            await self.positive(
+                tool, contract, required_only=False, name="boundary_enum_edge", enum_pick=-1
+            )
+        await self.negatives(tool, contract)
+
+    async def positive(
+        self,
+        tool: ToolSpec,
+        contract: ToolContract,
+        *,
+        required_only: bool,
+        name: str,
+        enum_pick: int = 0,
+    ) -> None:
+        before = self.state()
+        target = self.pick_target(contract, before)
+        if contract.operation in {"read", "update", "action", "delete"} and target is None:
+            self.record(
+                tool.name,
+                name,
+                "normal",
+                True,
+                detail="skipped: no row in a state this call accepts",
+            )
+            return
+        args = self.build_args(
+            tool, contract, target, before, required_only=required_only, enum_pick=enum_pick
+        )
+        if args is None:
+            self.record(
+                tool.name,
+                name,
+                "normal",
+                False,
+                "mapping",
+                "could not build arguments: a required argument maps to nothing in state",
+            )
+            return
+        res = await self.call(tool.name, args)
+        after = self.state()
+        op = contract.operation
+        kind = "query" if op in {"read", "list", "search", "compute"} else "update"
+        if res.is_error:
+            self.record(
+                tool.name,
+                name,
+                kind,
+                False,
+                _error_category(res.text),
+                f"valid call failed: {res.text}",
+                args,
+            )
+            return
+        ent = self.entity(contract.entity)
+        diff = diff_rows(before, after)
+        problem = await self.expect(tool, contract, ent, args, target, before, after, diff, res)
+        if problem is None:
+            self.record(tool.name, name, kind, True, args=args)
+        else:
+            self.record(tool.name, name, kind, False, problem[0], problem[1], args)
+
+    async def expect(
+        self,
+        tool: ToolSpec,
+        contract: ToolContract,
+        ent: Entity,
+        args: dict[str, Any],
+        target: dict[str, Any] | None,
+        before: Rows,
+        after: Rows,
+        diff: dict[str, Any],
+        res: _Call,
+    ) -> tuple[IssueCategory, str] | None:
+        op = contract.operation
+        data = res.data or {}
+        vals = {
+            m.field: args[m.argument]
+            for m in contract.mappings
+            if m.role in {"value", "reference"} and m.field and m.argument in args
+        }
+        if op in {"read", "list", "search", "compute"}:
+            if diff:
+                return "runtime", f"a query changed state: {diff}"
+        if op == "read":
+            assert target is not None
+            returned = data.get(ent.name)
+            key = returned.get(ent.key) if isinstance(returned, dict) else None
+            stored = after.get(ent.name, {}).get(key)
+            if stored is None:
+                return "mapping", "the returned row is not in the DB"
+            why = same_row(returned, stored)
+            if why:
+                return "mapping", f"returned row differs from the DB: {why}"
+            filters = {
+                m.field: args[m.argument]
+                for m in contract.mappings
+                if m.role == "filter" and m.field and m.argument in args
+            }
+            if (
+                any(m.role == "key" and m.argument in args for m in contract.mappings)
+                and key != target[ent.key]
+            ):
+                return "mapping", f"asked for {target[ent.key]!r}, got {key!r}"
+            for f, v in filters.items():
+                if not same_value(stored.get(f), v):
+                    return "mapping", f"returned row has {f}={stored.get(f)!r}, asked {v!r}"
+            return None
+        if op in {"list", "search", "compute"}:
+            items = data.get("items")
+            if not isinstance(items, list):
+                return "runtime", "result has no items list"
+            expected = self.expected_query(contract, ent, args, after)
+            got = [i.get(ent.key) if isinstance(i, dict) else None for i in items]
+            if got != expected:
+                return "mapping", f"returned keys {got[:5]} but the DB query gives {expected[:5]}"
+            for item in items:
+                why = same_row(item, after[ent.name][item[ent.key]])
+                if why:
+                    return "mapping", f"item differs from the DB: {why}"
+            return None
+        table_diff = diff.get(ent.name, {})
+        others = {t: d for t, d in diff.items() if t != ent.name}
+        if others:
+            return "mapping", f"tables other than {ent.name} changed: {sorted(others)}"
+        if op == "create":
+            inserted = table_diff.get("inserted", [])
+            if len(inserted) != 1 or table_diff.get("updated") or table_diff.get("deleted"):
+                if not table_diff:
+                    return (
+                        "runtime",
+                        "create reported success but nothing was written (state access: not persisted)",
+                    )
+                return "mapping", f"create should insert one {ent.name} row, diff was {table_diff}"
+            row = after[ent.name][inserted[0]]
+            for f, v in vals.items():
+                if not same_value(row.get(f), v):
+                    return "mapping", f"argument for {f} was {v!r}, stored {row.get(f)!r}"
+            key_arg = next((m.argument for m in contract.mappings if m.role == "key"), None)
+            if key_arg and key_arg in args and row[ent.key] != args[key_arg]:
+                return "mapping", "the new row does not carry the given key"
+            why = same_row(data.get(ent.name), row)
+            if why:
+                return "mapping", f"returned row differs from the DB: {why}"
+            return await self.reread(contract, ent, row)
+        assert target is not None
+        key = target[ent.key]
+        if op in {"update", "action"}:
+            expected_changes = dict(vals)
+            for tr in contract.transitions:
+                if tr.to_value is not None:
+                    expected_changes[tr.field] = tr.to_value
+            really_changes = any(
+                not same_value(target.get(f), v) for f, v in expected_changes.items()
+            )
+            if not table_diff:
+                if really_changes:
+                    return (
+                        "runtime",
+                        f"{op} reported success but the DB is unchanged (state access: not persisted)",
+                    )
+                return None
+            if (
+                table_diff.get("inserted")
+                or table_diff.get("deleted")
+                or table_diff.get("updated") != [key]
+            ):
+                return (
+                    "mapping",
+                    f"{op} should change only {ent.name} {key!r}, diff was {table_diff}",
+                )
+            row = after[ent.name][key]
+            for f, v in expected_changes.items():
+                if not same_value(row.get(f), v):
+                    return (
+                        "mapping",
+                        f"{f} should be {v!r} after {tool.name}, DB has {row.get(f)!r}",
+                    )
+            changed = {f for f in row if not same_value(row.get(f), target.get(f))}
+            stray = changed - set(expected_changes)
+            if stray:
+                return "mapping", f"{tool.name} also changed {sorted(stray)}"
+            why = same_row(data.get(ent.name), row)
+            if why:
+                return "mapping", f"returned row differs from the DB: {why}"
+            return await self.reread(contract, ent, row)
+        if op == "delete":
+            if not table_diff:
+                return (
+                    "runtime",
+                    "delete reported success but the row is still there (state access: not persisted)",
+                )
+            if (
+                table_diff.get("deleted") != [key]
+                or table_diff.get("updated")
+                or table_diff.get("inserted")
+            ):
+                return (
+                    "mapping",
+                    f"delete should remove only {ent.name} {key!r}, diff was {table_diff}",
+                )
+            return await self.reread(contract, ent, None, key=key)
+        return None
+
+    def expected_query(
+        self, contract: ToolContract, ent: Entity, args: dict[str, Any], state: Rows
+    ) -> list[Any]:
+        rows = list(state.get(ent.name, {}).values())
+        for m in contract.mappings:
+            if (
+                m.role == "filter"
+                and m.field
+                and m.argument in args
+                and args[m.argument] is not None
+            ):
+                rows = [r for r in rows if same_value(r.get(m.field), args[m.argument])]
+        text_arg = next(
+            (m.argument for m in contract.mappings if m.role == "filter" and m.field is None), None
+        )
+        if text_arg and args.get(text_arg) is not None:
+            words = [w for w in str(args[text_arg]).lower().split() if len(w) >= 2]
+            fields = [f.name for f in ent.fields if f.type == "string" and not f.primary_key]
+            if words:
+                rows = [
+                    r
+                    for r in rows
+                    if any(
+                        w in " ".join(str(r.get(f) or "") for f in fields).lower() for w in words
+                    )
+                ]
+        rows.sort(key=lambda r: r[ent.key])
+        limit = 50
+        for m in contract.mappings:
+            if (
+                m.role == "option"
+                and m.argument in args
+                and isinstance(args[m.argument], int)
+                and not isinstance(args[m.argument], bool)
+            ):
+                from weft_envsynth._internal.words import LIMIT_ARGS, identifier
+
+                if identifier(m.argument) in LIMIT_ARGS and args[m.argument] >= 1:
+                    limit = min(args[m.argument], 500)
+                    break
+        return [r[ent.key] for r in rows[:limit]]
+
+    def read_tool(self, ent: Entity) -> tuple[ToolContract, str] | None:
+        for c in self.contracts.contracts:
+            if c.entity == ent.name and c.operation == "read":
+                keys = [m.argument for m in c.mappings if m.role == "key"]
+                tool = self.spec.tool(c.tool)
+                if keys and set(tool.required) <= set(keys):
+                    return c, keys[0]
+        return None
+
+    async def reread(
+        self, contract: ToolContract, ent: Entity, row: dict[str, Any] | None, key: Any = None
+    ) -> tuple[IssueCategory, str] | None:
+        """The subsequent read: the entity's read tool must show the write."""
+        found = self.read_tool(ent)
+        if found is None:
+            return None
+        rc, key_arg = found
+        k = row[ent.key] if row is not None else key
+        res = await self.call(rc.tool, {key_arg: k})
+        if row is None:
+            if not res.is_error:
+                return "runtime", f"{rc.tool} still returns the deleted {ent.name}"
+            return None
+        if res.is_error:
+            return "runtime", f"subsequent read {rc.tool} failed: {res.text}"
+        why = same_row((res.data or {}).get(ent.name), row)
+        if why:
+            return "mapping", f"subsequent read {rc.tool} disagrees with the DB: {why}"
+        return None
+
+    async def expect_error(
+        self, tool: ToolSpec, name: str, args: dict[str, Any], category: IssueCategory, why: str
+    ) -> None:
+        before = self.state()
+        ws_before = read_workspace(self.ws)
+        res = await self.call(tool.name, args)
+        changed = diff_rows(before, self.state())
+        if not res.is_error:
+            self.record(tool.name, name, "boundary", False, category, f"accepted {why}", args)
+        elif changed or read_workspace(self.ws) != ws_before:
+            self.record(
+                tool.name,
+                name,
+                "boundary",
+                False,
+                "runtime",
+                f"rejected {why} but changed state",
+                args,
+            )
+        elif res.text.lower().startswith(("internal_error", "state_access")):
+            self.record(
+                tool.name, name, "boundary", False, "runtime", f"crashed on {why}: {res.text}", args
+            )
+        else:
+            self.record(tool.name, name, "boundary", True, args=args)
+
+    async def negatives(self, tool: ToolSpec, contract: ToolContract) -> None:
+        state = self.state()
+        target = self.pick_target(contract, state)
+        base = self.build_args(tool, contract, target, state, required_only=True)
+        if base is None:
+            return
+        ent = self.entity(contract.entity)
+        key_arg = next((m.argument for m in contract.mappings if m.role == "key"), None)
+        if (
+            key_arg
+            and contract.operation in {"read", "update", "action", "delete"}
+            and key_arg in base
+        ):
+            unknown = 99999999 if ent.field(ent.key).type == "integer" else "UNKNOWN-99999"
+            await self.expect_error(
+                tool, "boundary_unknown_id", {**base, key_arg: unknown}, "mapping", "an unknown id"
+            )
+            if ent.field(ent.key).type == "string":
+                await self.expect_error(
+                    tool, "boundary_empty_id", {**base, key_arg: ""}, "mapping", "an empty id"
+                )
+        for m in contract.mappings:
+            if m.role == "reference" and m.argument in tool.properties:
+                ref_type = schema_type(tool.properties[m.argument])
+                bad = 99999999 if ref_type == "integer" else "UNKNOWN-99999"
+                args = self.build_args(tool, contract, target, state, required_only=False) or dict(
+                    base
+                )
+                await self.expect_error(
+                    tool,
+                    "boundary_unknown_reference",
+                    {**args, m.argument: bad},
+                    "mapping",
+                    "a reference to an unknown row",
+                )
+                break
+        typed = [
+            a
+            for a in tool.required
+            if schema_type(tool.properties[a])
+            in {"string", "integer", "number", "boolean", "array"}
+        ]
+        if typed:
+            a = typed[0]
+            wrong = {
+                "string": {"not": "a string"},
+                "integer": "not-a-number",
+                "number": "not-a-number",
+                "boolean": "maybe",
+                "array": "not-an-array",
+            }[schema_type(tool.properties[a]) or "string"]
+            await self.expect_error(
+                tool, "boundary_wrong_type", {**base, a: wrong}, "runtime", f"a wrong type for {a}"
+            )
+            missing = {k: v for k, v in base.items() if k != a}
+            await self.expect_error(
+                tool,
+                "boundary_missing_required",
+                missing,
+                "runtime",
+                f"a call without required {a}",
+            )
+        for m in contract.mappings:
+            sch = tool.properties.get(m.argument)
+            enum = string_enum(sch)
+            if enum and m.role in {"value", "filter"} and isinstance(sch, dict) and "enum" in sch:
+                await self.expect_error(
+                    tool,
+                    "boundary_enum_outside",
+                    {**base, m.argument: "__not_a_value__"},
+                    "runtime",
+                    f"a value outside the enum of {m.argument}",
+                )
+                break
+        if contract.operation == "action" and contract.transitions and key_arg:
+            tr = contract.transitions[0]
+            done = [r for r in state.get(ent.name, {}).values() if r.get(tr.field) == tr.to_value]
+            if done:
+                args = self.build_args(tool, contract, done[0], state, required_only=True)
+                if args is not None:
+                    await self.expect_error(
+                        tool,
+                        "boundary_precondition",
+                        args,
+                        "mapping",
+                        f"a {ent.name} already {tr.to_value}",
+                    )
+        if contract.operation == "create":
+            uniq = [
+                m
+                for m in contract.mappings
+                if m.role == "value" and m.field and ent.field(m.field).unique
+            ]
+            rows = list(state.get(ent.name, {}).values())
+            if uniq and rows and rows[0].get(uniq[0].field) is not None:
+                args = self.build_args(tool, contract, None, state, required_only=False) or dict(
+                    base
+                )
+                await self.expect_error(
+                    tool,
+                    "boundary_unique_conflict",
+                    {**args, uniq[0].argument: rows[0][uniq[0].field]},
+                    "structural",
+                    f"a duplicate {uniq[0].field}",
+                )
+        strings = [
+            a
+            for a in tool.properties
+            if schema_type(tool.properties[a]) == "string"
+            and a != key_arg
+            and not string_enum(tool.properties[a])
+        ]
+        if strings and contract.operation in {"create", "update", "list", "search", "compute"}:
+            a = strings[0]
+            m = next((mm for mm in contract.mappings if mm.argument == a), None)
+            if (m is not None and m.role in {"value", "option"}) or (
+                m is not None and m.role == "filter" and m.field is None
+            ):
+                before = self.state()
+                tgt = self.pick_target(contract, before)
+                args = self.build_args(tool, contract, tgt, before, required_only=True)
+                if args is not None:
+                    args[a] = ""
+                    res = await self.call(tool.name, args)
+                    ok = not res.is_error or not res.text.lower().startswith(
+                        ("internal_error", "state_access")
+                    )
+                    self.record(
+                        tool.name,
+                        "boundary_empty_string",
+                        "boundary",
+                        ok,
+                        "runtime",
+                        "" if ok else f"crashed on an empty string: {res.text}",
+                        args,
+                    )
+
+    async def file_checks(self, tool: ToolSpec, contract: ToolContract) -> None:
+        args = self.build_args(tool, contract, None, {}, required_only=False) or {}
+        before = read_workspace(self.ws)
+        res = await self.call(tool.name, args)
+        after = read_workspace(self.ws)
+        op = contract.operation
+        paths = [m.argument for m in contract.mappings if m.role == "path"]
+        content_arg = next((m.argument for m in contract.mappings if m.role == "content"), None)
+        if res.is_error:
+            self.record(
+                tool.name,
+                "normal_all_fields",
+                "normal",
+                False,
+                _error_category(res.text),
+                f"valid call failed: {res.text}",
+                args,
+            )
+            return
+        problem: str | None = None
+        category: IssueCategory = "mapping"
+        if op in {"file_read", "file_list"} and before != after:
+            problem, category = "a read changed the workspace", "runtime"
+        elif op == "file_read":
+            rel = str(args.get(paths[0], "")).lstrip("/") if paths else ""
+            want = (
+                (self.ws / rel).read_text(encoding="utf-8")
+                if rel and (self.ws / rel).is_file()
+                else None
+            )
+            if (res.data or {}).get("content") != want:
+                problem = "returned content differs from the file"
+        elif op == "file_list":
+            files = {k.rstrip("/") for k in after}
+            got = {str(i.get("path", "")).lstrip("/") for i in (res.data or {}).get("items", [])}
+            if got != files:
+                problem = f"listed {sorted(got)[:4]}, workspace has {sorted(files)[:4]}"
+        elif op == "file_write":
+            if before == after:
+                problem, category = (
+                    "write reported success but the workspace is unchanged (state access)",
+                    "runtime",
+                )
+            elif len(paths) > 1:
+                src, dst = (
+                    str(args.get(paths[0], "")).lstrip("/"),
+                    str(args.get(paths[1], "")).lstrip("/"),
+                )
+                if src in after or dst not in after:
+                    problem = "move did not move the file"
+            else:
+                rel = str(args.get(paths[0], "")).lstrip("/") if paths else ""
+                if content_arg and content_arg in args:
+                    p = self.ws / rel
+                    if not p.is_file() or args[content_arg] not in p.read_text(encoding="utf-8"):
+                        problem = "the file does not hold the written content"
+                elif rel + "/" not in after and rel not in after:
+                    problem = "nothing was created at the path"
+        elif op == "file_delete":
+            rel = str(args.get(paths[0], "")).lstrip("/") if paths else ""
+            if rel in after:
+                problem, category = "delete reported success but the file is still there", "runtime"
+        self.record(
+            tool.name,
+            "normal_all_fields",
+            "update" if op in {"file_write", "file_delete"} else "query",
+            problem is None,
+            category,
+            problem or "",
+            args,
+        )
+        if paths:
+            bad = dict(args)
+            bad[paths[0]] = "../../outside.txt"
+            await self.expect_error(
+                tool, "boundary_path_escape", bad, "runtime", "a path outside the workspace"
+            )
+            if op in {"file_read", "file_delete"}:
+                await self.expect_error(
+                    tool,
+                    "boundary_missing_file",
+                    {**args, paths[0]: "no/such/file.txt"},
+                    "mapping",
+                    "a missing file",
+                )
+
+
+def _seed_workspace(root: Path) -> None:
+    for rel, text in SEED_FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+
+
+async def validate_async(
+    work: Path, spec: MCPSpec, model: EntityModel, contracts: ContractSet, *, round: int = 0
+) -> ValidationReport:
+    """Validate the bundle sources in `work` (seed.sqlite included) against the spec and contracts."""
+    from fastmcp import Client
+
+    report = ValidationReport(round=round)
+    try:
+        server_mod = import_bundle(work)
+    except BundleError as exc:
+        msg = str(exc.__cause__ or exc)
+        category: IssueCategory = (
+            "structural" if "models" in msg or "sqlalchemy" in msg.lower() else "runtime"
+        )
+        report.server_error = msg[:300]
+        report.checks = [
+            CheckRecord(
+                tool=t.name,
+                name="server_import",
+                kind="structural",
+                passed=False,
+                category=category,
+                detail=msg[:300],
+            )
+            for t in spec.tools
+        ]
+        return report
+    tmp = Path(tempfile.mkdtemp(prefix="weft-validate-"))
+    session_id = f"validate-{tmp.name}"
+    try:
+        db = tmp / "state.sqlite"
+        shutil.copyfile(work / "seed.sqlite", db)
+        ws = tmp / "workspace"
+        _seed_workspace(ws)
+        with bind_session(SessionBinding(session_id=session_id, db_path=db, workspace=ws)):
+            try:
+                server = server_mod.create_server()
+            except Exception as exc:
+                report.server_error = f"create_server failed: {type(exc).__name__}: {exc}"[:300]
+                report.checks = [
+                    CheckRecord(
+                        tool=t.name,
+                        name="create_server",
+                        kind="structural",
+                        passed=False,
+                        category="runtime",
+                        detail=report.server_error,
+                    )
+                    for t in spec.tools
+                ]
+                return report
+            async with Client(server) as client:
+                v = _Validator(spec, model, contracts, client, db, ws)
+                ok = await v.structural()
+                by_tool = {c.tool: c for c in contracts.contracts}
+                order = sorted(
+                    (t for t in spec.tools if t.name in ok and t.name in by_tool),
+                    key=lambda t: _ORDER.get(by_tool[t.name].operation, 5),
+                )
+                for tool in order:
+                    try:
+                        await v.run_tool(tool, by_tool[tool.name])
+                    except Exception as exc:  # the validator must survive any server behaviour
+                        v.record(
+                            tool.name,
+                            "execution",
+                            "normal",
+                            False,
+                            "runtime",
+                            f"{type(exc).__name__}: {exc}"[:300],
+                        )
+                report.checks = v.checks
+    finally:
+        release_session(session_id)
+        unload_bundle(server_mod)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return report
+
+
+def validate(
+    work: Path, spec: MCPSpec, model: EntityModel, contracts: ContractSet, *, round: int = 0
+) -> ValidationReport:
+    """Synchronous wrapper (runs its own event loop, or a worker thread inside a running one)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(validate_async(work, spec, model, contracts, round=round))
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(
+            asyncio.run, validate_async(work, spec, model, contracts, round=round)
+        ).result()
