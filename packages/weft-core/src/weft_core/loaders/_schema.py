@@ -9,7 +9,6 @@ a callback; what cannot be repaired raises `SchemaRejected` with a reason naming
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +105,15 @@ def json_type_of(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of a parsed JSON value (much cheaper than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
 
 
 def _kind(value: Any) -> str:
@@ -253,7 +261,7 @@ class _Normalizer:
                 continue  # already merged with draft-3 per-property flags above
             else:
                 # Values, not schemas (default, enum, examples, description...): copied untouched.
-                out[key] = copy.deepcopy(value)
+                out[key] = _copy_json(value)
 
         self._normalize_type(out, path)
         self._normalize_enum(out, path)

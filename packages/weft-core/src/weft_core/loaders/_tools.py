@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,7 +282,11 @@ def _dedupe(candidates: list[_Candidate]) -> tuple[list[_Candidate], list[str]]:
     warnings: list[str] = []
     seen_content: dict[str, int] = {}
     unique: list[_Candidate] = []
+    name_counts = Counter(c.source_name for c in candidates)
     for cand in candidates:
+        if name_counts[cand.source_name] == 1:
+            unique.append(cand)  # a unique source name cannot be an identical repeat
+            continue
         key = _content_key(cand)
         if key in seen_content:
             warnings.append(
