@@ -1,5 +1,7 @@
 import json
 import sqlite3
+import sys
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -7,10 +9,13 @@ from langchain_core.messages import AIMessage
 from weft_core.models import Disclosure
 from weft_tasks.harness import (
     Harness,
+    HarnessConfigError,
+    HarnessRuntimeError,
     HarnessTask,
     MCPEndpoint,
     ReActHarness,
     ReferenceChainTeacher,
+    SubprocessHarness,
     render_arguments,
 )
 from weft_tasks.views import SimUser, build_view, sample_persona
@@ -211,3 +216,34 @@ async def test_a_wrong_token_is_an_exception_not_a_policy_message(graph, endpoin
 
     with pytest.raises(Exception):  # noqa: B017 - transport/auth failures propagate unchanged
         await ReferenceChainTeacher().run(_task(graph), bad, on_turn)
+
+
+EXTERNAL = str(Path(__file__).parent / "data" / "external_agent.py")
+
+
+async def test_subprocess_harness_runs_an_external_agent_over_the_endpoints(graph, endpoints):
+    harness = SubprocessHarness("external", [sys.executable, EXTERNAL])
+    turns = []
+
+    async def on_turn(transcript):
+        turns.append(transcript)
+        return None
+
+    run = await harness.run(_task(graph), endpoints, on_turn)
+    assert run.model == "external-stand-in" and run.turns == 1
+    assert [m.role for m in run.messages] == ["user"] + ["assistant", "tool"] * 3 + ["assistant"]
+    assert _row(endpoints.db_paths["crm"], "SELECT tier FROM customer WHERE id=1") == ("gold",)
+
+
+async def test_a_crashing_external_harness_is_a_clear_runtime_error(graph, endpoints):
+    harness = SubprocessHarness(
+        "external", [sys.executable, EXTERNAL], env={"EXTERNAL_AGENT_CRASH": "1"}
+    )
+
+    async def on_turn(transcript):
+        return None
+
+    with pytest.raises(HarnessRuntimeError, match="exited mid-turn"):
+        await harness.run(_task(graph), endpoints, on_turn)
+    with pytest.raises(HarnessConfigError):
+        SubprocessHarness("x", [])

@@ -239,3 +239,24 @@ async def test_batch_runs_concurrently_appends_jsonl_and_resumes(megamcp, tmp_pa
     cells = {(c.view, c.harness): c for c in rollout_stats(again.traces)}
     assert cells[("simuser/vague", "teacher")].checkpoint_pass_rate == 1.0
     assert ViewMode.SIMUSER and Disclosure.VAGUE  # enums round-trip through the plans
+
+
+async def test_external_subprocess_harness_rollout_is_verified_and_tied_to_the_ledger(megamcp):
+    import sys
+    from pathlib import Path
+
+    from weft_tasks.harness import SubprocessHarness
+
+    client, graph = megamcp
+    script = Path(__file__).parents[1] / "harness" / "data" / "external_agent.py"
+    harness = SubprocessHarness("external", [sys.executable, str(script)])
+    trace = await run_rollout(_plan(graph, harness="external"), client, harness, settings=QUIET)
+    assert trace.error is None, trace.error
+    assert trace.final.passed and trace.model == "external-stand-in"
+    assert [e.call_id for e in trace.ledger] == ["x0", "x1", "x2"]
+    assert trace_ledger_problems(trace.messages, trace.ledger) == []
+    # SimUser mode is refused for an agentic-only harness, without touching MegaMCP.
+    refused = await run_rollout(
+        _plan(graph, "simuser", harness="external"), client, harness, settings=QUIET
+    )
+    assert "does not support simuser" in refused.error
