@@ -20,23 +20,25 @@ from weft_tasks.exceptions import ExecutionError
 
 @asynccontextmanager
 async def megamcp_client(
-    url: str | None = None, admin_token: str | None = None
+    url: str | None = None, admin_token: str | None = None, *, data_dir: Path | None = None
 ) -> AsyncIterator[Any]:
-    """A `MegaMCPClient`: to the host at `url`, or to an embedded host started (and stopped) here."""
+    """A `MegaMCPClient`: to the host at `url`, or to an embedded host started (and stopped) here
+    whose registry and object store live in `data_dir` (so the snapshots it stores outlive it)."""
     try:
-        from weft_megamcp.client import MegaMCPClient, MegaMCPHost
-    except (
-        ImportError
-    ) as exc:  # the SDK is part of the workspace; a broken install is a runtime failure
+        from weft_megamcp.client import MegaMCPClient
+        from weft_megamcp.host import MegaMCPHost
+        from weft_megamcp.settings import MegaMCPSettings
+    except ImportError as exc:  # part of the workspace: a broken install is a runtime failure
         raise ExecutionError(f"weft-megamcp client SDK unavailable: {exc}") from None
     if url:
-        client = MegaMCPClient(url, admin_token)
+        client = MegaMCPClient(url, admin_token or "")
         try:
             yield client
         finally:
             await _aclose(client)
         return
-    async with MegaMCPHost.running() as host:
+    settings = MegaMCPSettings(data_dir=data_dir) if data_dir is not None else MegaMCPSettings()
+    async with MegaMCPHost.running(settings) as host:
         client = MegaMCPClient(host.url, host.admin_token)
         try:
             yield client

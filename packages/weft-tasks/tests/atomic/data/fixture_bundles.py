@@ -252,6 +252,7 @@ def build_bundles(
             target, f"_weft_fixture_{name}_{abs(hash(str(dest)))}"
         )
         con = sqlite3.connect(target / "seed.sqlite")
+        con.execute("PRAGMA user_version = 1")  # a real (header-bearing) DB even with no tables
         for stmt in [*models_mod.DDL, *models_mod.SEED]:
             con.execute(stmt)
         con.commit()
