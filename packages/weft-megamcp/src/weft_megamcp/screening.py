@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from weft_core.exceptions import UserError
+from weft_megamcp.exceptions import MegaMCPUserError
 
 __all__ = [
     "Finding",
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-class ScreenError(UserError):
+class ScreenError(MegaMCPUserError):
     """The path to screen does not exist or holds no Python source."""
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from weft_core.exceptions import UserError, WeftRuntimeError
+from weft_megamcp.exceptions import MegaMCPRuntimeError, MegaMCPUserError
 
 
-class CheckpointError(WeftRuntimeError):
+class CheckpointError(MegaMCPRuntimeError):
     """A checkpoint could not be written or read (storage failure, corrupt object)."""
 
 
@@ -17,5 +17,5 @@ class LeaseHeldError(CheckpointError):
     """The session is owned by another live worker and the caller did not ask to steal it."""
 
 
-class CheckpointNotFoundError(UserError):
+class CheckpointNotFoundError(MegaMCPUserError):
     """No checkpoint exists for the requested session."""
