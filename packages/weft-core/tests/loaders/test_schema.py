@@ -374,3 +374,38 @@ def test_values_are_not_treated_as_schemas() -> None:
     }
     out, _ = norm(schema)
     assert out["properties"]["v"]["default"] == {"$ref": "#/nowhere", "type": "dict"}
+
+
+def test_root_ref_into_defs_pydantic_v1_style() -> None:
+    schema = {
+        "$ref": "#/definitions/Args",
+        "definitions": {
+            "Args": {"type": "object", "properties": {"item": {"$ref": "#/definitions/Item"}}},
+            "Item": {"type": "object", "properties": {"sku": {"type": "string"}}},
+        },
+    }
+    out, warnings = norm(schema)
+    assert out == {
+        "type": "object",
+        "properties": {"item": {"type": "object", "properties": {"sku": {"type": "string"}}}},
+    }
+    assert warnings == []
+
+
+def test_self_reference_to_root_is_cut() -> None:
+    out, warnings = norm({"type": "object", "properties": {"child": {"$ref": "#"}}})
+    assert out["properties"]["child"]["properties"]["child"]["type"] == "object"
+    assert (
+        "Recursive reference to #"
+        in out["properties"]["child"]["properties"]["child"]["description"]
+    )
+    assert len(warnings) == 1
+
+
+def test_boolean_schemas_through_refs() -> None:
+    out, _ = norm({"$ref": "#/$defs/Any", "$defs": {"Any": True}})
+    assert out == {}
+    with pytest.raises(SchemaRejected, match="resolves to false"):
+        norm({"$ref": "#/$defs/No", "$defs": {"No": False}})
+    with pytest.raises(SchemaRejected, match="points at a string"):
+        norm({"type": "object", "properties": {"a": {"$ref": "#/$defs/S"}}, "$defs": {"S": "str"}})

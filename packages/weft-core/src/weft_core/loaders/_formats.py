@@ -110,6 +110,10 @@ def detect_format(data: Any) -> str:
     return SpecFormat.UNKNOWN.value
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
@@ -141,15 +145,9 @@ def _tool_list(value: Any, where: str, source: str) -> list[Any]:
 
 def _extract_toucan(data: dict[str, Any], source: str) -> Extracted:
     meta = data["metadata"]
-    labels = data.get("labels") if isinstance(data.get("labels"), dict) else {}
-    crawled = (
-        meta.get("server_info_crawled") if isinstance(meta.get("server_info_crawled"), dict) else {}
-    )
-    remote = (
-        meta.get("remote_server_response")
-        if isinstance(meta.get("remote_server_response"), dict)
-        else {}
-    )
+    labels = _obj(data.get("labels"))
+    crawled = _obj(meta.get("server_info_crawled"))
+    remote = _obj(meta.get("remote_server_response"))
     warnings: list[str] = []
     tools = crawled.get("tools") or []
     where = "metadata.server_info_crawled.tools"

@@ -87,7 +87,10 @@ def normalize_schema(
     """A normalized deep copy of `schema` (which must be a JSON object)."""
     if not isinstance(schema, dict):
         raise SchemaRejected(f"schema is a {_kind(schema)}, not a JSON object")
-    return _Normalizer(schema, warn, max_depth, max_nodes).schema(schema, "(root)", (), 0)
+    out = _Normalizer(schema, warn, max_depth, max_nodes).schema(schema, "(root)", (), 0)
+    if out is False:
+        raise SchemaRejected("schema resolves to false (no value is valid)")
+    return out if isinstance(out, dict) else {}
 
 
 def json_type_of(value: Any) -> str:
@@ -198,7 +201,10 @@ class _Normalizer:
             return self.schema({**cut, **siblings}, path, stack, depth)
         target = self._resolve(ref, path)
         if isinstance(target, bool):
-            return target if not siblings else self.schema(siblings, path, stack, depth)
+            rest = {k: v for k, v in siblings.items() if k not in _DEFINITION_KEYS}
+            if target is False or not rest:
+                return target
+            return self.schema(rest, path, stack, depth)
         if not isinstance(target, dict):
             raise SchemaRejected(f"{path}: $ref {ref!r} points at a {_kind(target)}, not a schema")
         merged = {k: v for k, v in target.items() if k not in _DEFINITION_KEYS}

@@ -119,7 +119,9 @@ def normalize_tools(
 
 def _label(entry: Any, index: int) -> str:
     if isinstance(entry, dict):
-        inner = entry.get("function") if isinstance(entry.get("function"), dict) else entry
+        inner: dict[str, Any] = (
+            entry["function"] if isinstance(entry.get("function"), dict) else entry
+        )
         name = inner.get("name")
         if isinstance(name, str) and name.strip():
             return name.strip()
