@@ -1,0 +1,167 @@
+"""Which business objects MCPs share, and which task inputs and outputs are about them.
+
+A link key is the part of a field name that identifies a business object across services:
+`customer.email`, `requester.email` and `invoice.customer_email` all carry the key `email`.
+Strong keys (email, phone, sku, ...) link whatever entity holds them; any other unique string
+field links only entities of the same name (a `product.code` in two MCPs).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from weft_core.models import AtomicTask, Entity
+from weft_tasks.atomic.bundle import BundleView
+from weft_tasks.atomic.execution import template_names
+
+STRONG_KEYS = (
+    "email",
+    "phone",
+    "sku",
+    "username",
+    "isbn",
+    "iban",
+    "vin",
+    "domain",
+    "handle",
+    "account_number",
+)
+
+
+def link_key(entity: Entity, field_name: str) -> str | None:
+    """The cross-MCP identity a field carries, or None when it identifies nothing."""
+    try:
+        f = entity.field(field_name)
+    except KeyError:
+        return None
+    if f.type != "string" or f.primary_key:
+        return None
+    name = field_name.lower()
+    for key in STRONG_KEYS:
+        if re.search(rf"(^|_){key}($|_)", name):
+            return key
+    if f.unique:
+        return f"{entity.name}.{name}"
+    return None
+
+
+@dataclass(frozen=True)
+class FieldRef:
+    mcp: str
+    entity: str
+    field: str
+    key: str
+
+
+def link_fields(bundle: BundleView) -> list[FieldRef]:
+    out = []
+    for e in bundle.entities.entities:
+        if e.reference_data:
+            continue
+        for f in e.fields:
+            k = link_key(e, f.name)
+            if k:
+                out.append(FieldRef(bundle.mcp, e.name, f.name, k))
+    return out
+
+
+def shared_keys(a: BundleView, b: BundleView) -> set[str]:
+    return {f.key for f in link_fields(a)} & {f.key for f in link_fields(b)}
+
+
+def linked(bundles: list[BundleView]) -> bool:
+    """Whether the MCPs form one connected component over shared link keys."""
+    if len(bundles) <= 1:
+        return True
+    seen = {0}
+    frontier = [0]
+    while frontier:
+        i = frontier.pop()
+        for j in range(len(bundles)):
+            if j not in seen and shared_keys(bundles[i], bundles[j]):
+                seen.add(j)
+                frontier.append(j)
+    return len(seen) == len(bundles)
+
+
+def shared_entity_score(bundles: list[BundleView]) -> float:
+    """Fraction of MCP pairs that share a business object."""
+    pairs = list(combinations(bundles, 2))
+    if not pairs:
+        return 1.0
+    return sum(1 for a, b in pairs if shared_keys(a, b)) / len(pairs)
+
+
+def _ops(bundle: BundleView) -> set[tuple[str, str]]:
+    certified = set(bundle.certified_tools)
+    return {
+        (c.entity or "-", c.operation) for c in bundle.contracts.contracts if c.tool in certified
+    }
+
+
+def complementary_score(bundles: list[BundleView]) -> float:
+    """How many kinds of operation (read / create / change / remove / files) the MCPs bring together,
+    counting a kind only once however many MCPs offer it."""
+    kinds = {
+        "read": {"read", "search", "list"},
+        "create": {"create"},
+        "change": {"update", "action"},
+        "remove": {"delete"},
+        "files": {"file_read", "file_write", "file_list", "file_delete"},
+    }
+    have = {op for b in bundles for _, op in _ops(b)}
+    return sum(1 for ops in kinds.values() if have & ops) / len(kinds)
+
+
+def redundancy_score(bundles: list[BundleView]) -> float:
+    """Mean overlap (Jaccard) of what the MCPs do: two CRMs in one task do the same job twice."""
+    pairs = list(combinations(bundles, 2))
+    if not pairs:
+        return 0.0
+    total = 0.0
+    for a, b in pairs:
+        oa = {(e.split(".")[0], o) for e, o in _ops(a)}
+        ob = {(e.split(".")[0], o) for e, o in _ops(b)}
+        total += len(oa & ob) / len(oa | ob) if oa | ob else 0.0
+    return total / len(pairs)
+
+
+def input_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, str]]:
+    """`{input name: (entity, field)}` for inputs that reach a tool argument mapped onto state."""
+    out: dict[str, tuple[str, str]] = {}
+    for call in task.reference_calls:
+        contract = bundle.contract(call.tool)
+        if contract is None:
+            continue
+        for m in contract.mappings:
+            value: Any = call.arguments.get(m.argument)
+            if value is None:
+                continue
+            entity = m.entity or contract.entity
+            if not entity or not m.field:
+                continue
+            for name in template_names(value):
+                out.setdefault(name, (entity, m.field))
+    return out
+
+
+def output_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, str]]:
+    """`{output name: (entity, field)}`: outputs bound from a call whose contract names the entity."""
+    out: dict[str, tuple[str, str]] = {}
+    for call in task.reference_calls:
+        contract = bundle.contract(call.tool)
+        if contract is None or not contract.entity:
+            continue
+        try:
+            entity = bundle.entities.entity(contract.entity)
+        except KeyError:
+            continue
+        names = {f.name for f in entity.fields}
+        for name, path in call.bind.items():
+            fname = path.split(".")[-1]
+            if name in task.outputs and fname in names:
+                out[name] = (entity.name, fname)
+    return out

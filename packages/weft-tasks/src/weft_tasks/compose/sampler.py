@@ -1,0 +1,184 @@
+"""Coverage-aware sampling of MCP combinations and candidate atomic tasks (paper App. A.2).
+
+Within a profile's ranges the sampler picks a shape (tasks, MCPs, domains), then domains and
+MCPs that are underrepresented so far relative to their capacity (retained atomic tasks), and
+ranks candidate combinations by shared entities, complementary operations and functional
+redundancy. A combination must have capacity for ceil(k * (1 + rho)) candidate tasks: the surplus
+rho is reserved because not every local objective fits a shared scenario. Usage is updated when a
+combination is accepted, before its tasks are drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from itertools import combinations, islice
+
+from pydantic import BaseModel, Field
+
+from weft_core.models import AtomicTask
+from weft_tasks.atomic.library import MCPLibrary
+from weft_tasks.compose.links import complementary_score, redundancy_score, shared_entity_score
+from weft_tasks.compose.profiles import Profile
+
+# Weights of the combination ranking; underrepresentation leads so coverage broadens.
+W_UNDER, W_SHARED, W_COMPLEMENT, W_REDUNDANT = 1.0, 0.6, 0.3, 0.5
+MAX_COMBINATIONS = 300
+
+
+class Shape(BaseModel):
+    profile: str
+    tasks: int
+    mcps: int
+    domains: int
+
+
+class Combination(BaseModel):
+    mcps: list[str]
+    domains: list[str]
+    score: float
+    features: dict[str, float] = Field(default_factory=dict)
+
+
+class CoverageSampler:
+    """Keeps capacity and usage per MCP, domain and task, and samples against them."""
+
+    def __init__(
+        self, libraries: Sequence[MCPLibrary], *, surplus: float = 0.5, seed: int = 0
+    ) -> None:
+        self.libs = {lib.mcp: lib for lib in libraries if lib.tasks}
+        self.capacity = {m: len(lib.tasks) for m, lib in self.libs.items()}
+        self.surplus = surplus
+        self.rng = random.Random(seed)
+        self.usage_mcp: Counter[str] = Counter()
+        self.usage_domain: Counter[str] = Counter()
+        self.usage_task: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ statistics
+    @property
+    def domains(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for m, lib in sorted(self.libs.items()):
+            out.setdefault(lib.domain, []).append(m)
+        return out
+
+    def domain_capacity(self, d: str) -> int:
+        return sum(self.capacity[m] for m in self.domains.get(d, []))
+
+    def mcp_rate(self, m: str) -> float:
+        return self.usage_mcp[m] / self.capacity[m]
+
+    def domain_rate(self, d: str) -> float:
+        return self.usage_domain[d] / max(1, self.domain_capacity(d))
+
+    def required(self, k: int) -> int:
+        """Candidate tasks to draw for a k-node graph: k plus the surplus rho."""
+        return math.ceil(k * (1 + self.surplus))
+
+    # ------------------------------------------------------------------ sampling
+    def shape(self, profile: Profile) -> Shape | None:
+        """A random (tasks, MCPs, domains) inside the profile that this library can serve."""
+        n_mcps, n_domains = len(self.libs), len(self.domains)
+        options = [
+            (k, m, d)
+            for k in profile.tasks.clip(10_000)
+            for m in profile.mcps.clip(n_mcps)
+            for d in profile.domains.clip(min(m, n_domains))
+            if k >= m
+        ]
+        if not options:
+            return None
+        k, m, d = self.rng.choice(options)
+        return Shape(profile=profile.name, tasks=k, mcps=m, domains=d)
+
+    def pick_domains(
+        self, shape: Shape, exclude: set[frozenset[str]] | None = None
+    ) -> list[str] | None:
+        """The least-used domains (relative to capacity) that together hold enough MCPs."""
+        doms = self.domains
+        ranked = sorted(doms, key=lambda d: self.domain_rate(d) + 0.05 * self.rng.random())
+        for combo in islice(combinations(ranked, shape.domains), MAX_COMBINATIONS):
+            if exclude and frozenset(combo) in exclude:
+                continue
+            if sum(len(doms[d]) for d in combo) >= shape.mcps:
+                return list(combo)
+        return None
+
+    def combinations(self, shape: Shape, domains: Sequence[str]) -> list[Combination]:
+        """MCP combinations over exactly `domains`, with capacity for the surplus, best first."""
+        pool = [m for d in domains for m in self.domains[d]]
+        self.rng.shuffle(pool)
+        need = self.required(shape.tasks)
+        out: list[Combination] = []
+        for combo in islice(combinations(pool, shape.mcps), MAX_COMBINATIONS):
+            doms = {self.libs[m].domain for m in combo}
+            if doms != set(domains) or sum(self.capacity[m] for m in combo) < shape.tasks:
+                continue
+            bundles = [self.libs[m].bundle for m in combo]
+            under = sum(1 / (1 + self.mcp_rate(m)) for m in combo) / len(combo)
+            shared = shared_entity_score(bundles)
+            comp = complementary_score(bundles)
+            red = redundancy_score(bundles)
+            surplus_ok = 1.0 if sum(self.capacity[m] for m in combo) >= need else 0.0
+            score = (
+                W_UNDER * under
+                + W_SHARED * shared
+                + W_COMPLEMENT * comp
+                - W_REDUNDANT * red
+                + 0.2 * surplus_ok
+            )
+            out.append(
+                Combination(
+                    mcps=sorted(combo),
+                    domains=sorted(doms),
+                    score=score + 1e-6 * self.rng.random(),
+                    features={
+                        "underrepresented": under,
+                        "shared_entities": shared,
+                        "complementary": comp,
+                        "redundancy": red,
+                        "surplus": surplus_ok,
+                    },
+                )
+            )
+        out.sort(key=lambda c: -c.score)
+        return out
+
+    def commit(self, combo: Combination, tasks: int) -> None:
+        """Charge a combination's planned tasks to its MCPs and domains (before drawing tasks)."""
+        share = self._split(combo.mcps, tasks)
+        for m, n in share.items():
+            self.usage_mcp[m] += n
+            self.usage_domain[self.libs[m].domain] += n
+
+    def _split(self, mcps: Sequence[str], total: int) -> dict[str, int]:
+        """At least one per MCP, the rest in proportion to capacity."""
+        out = dict.fromkeys(mcps, 1)
+        rest = total - len(mcps)
+        cap = sum(self.capacity[m] for m in mcps)
+        extra = {m: rest * self.capacity[m] / cap for m in mcps}
+        for m in mcps:
+            out[m] += math.floor(extra[m])
+        left = total - sum(out.values())
+        for m in sorted(mcps, key=lambda m: -(extra[m] - math.floor(extra[m])))[:left]:
+            out[m] += 1
+        return out
+
+    def draw(self, combo: Combination, tasks: int) -> list[AtomicTask]:
+        """Candidate tasks for a graph of `tasks` nodes: ceil(tasks * (1 + rho)) of them (as the
+        combination allows), every MCP represented, least-used tasks first."""
+        need = min(self.required(tasks), sum(self.capacity[m] for m in combo.mcps))
+        share = self._split(combo.mcps, need)
+        out: list[AtomicTask] = []
+        for m in combo.mcps:
+            ranked = sorted(
+                self.libs[m].tasks, key=lambda t: (self.usage_task[t.id], self.rng.random())
+            )
+            out.extend(ranked[: share[m]])
+        return out
+
+    def record(self, used: Sequence[AtomicTask]) -> None:
+        for t in used:
+            self.usage_task[t.id] += 1
