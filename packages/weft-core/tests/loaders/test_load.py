@@ -329,3 +329,47 @@ def test_loaded_spec_hash_is_stable_across_loads(specs_dir: Path) -> None:
     b = load_spec_file(specs_dir / "mcp_tools_list.json")
     assert a.spec.content_hash == b.spec.content_hash
     assert a == b
+
+
+def test_bfcl_json_lines_under_a_json_name(specs_dir: Path) -> None:
+    loaded = load_spec_file(specs_dir / "bfcl_lines.json", name="BFCL simple")
+    assert_well_formed(loaded)
+    assert loaded.format == "openai_functions"
+    assert [t.name for t in loaded.spec.tools] == [
+        "calculate_triangle_area",
+        "math_factorial",
+        "math_hypot",
+    ]
+    assert loaded.spec.tool("math_hypot").properties["x"]["type"] == "number"
+    assert loaded.warnings[0] == "JSON Lines: tools of 4 documents merged"
+    assert any("identical repeat of tool #0" in w for w in loaded.warnings)
+
+
+def test_jsonl_suffix_and_its_errors(tmp_path: Path) -> None:
+    fn = {"name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}
+    good = write(
+        tmp_path, "fns.jsonl", json.dumps(fn) + "\n\n" + json.dumps({**fn, "name": "g"}) + "\n"
+    )
+    assert [t.name for t in load_spec_file(good).spec.tools] == ["f", "g"]
+    bad = write(tmp_path, "bad.jsonl", json.dumps(fn) + "\n{oops\n")
+    with pytest.raises(SpecError, match="invalid JSON on line 2 \\(JSON Lines\\)"):
+        load_spec_file(bad)
+    mixed = write(
+        tmp_path,
+        "mixed.jsonl",
+        json.dumps(fn) + "\n" + json.dumps({"tools": [{"name": "t", "inputSchema": {}}]}) + "\n",
+    )
+    with pytest.raises(SpecError, match="mixes formats"):
+        load_spec_file(mixed)
+    unknown = write(tmp_path, "unknown.jsonl", json.dumps(fn) + "\n" + json.dumps({"x": 1}) + "\n")
+    with pytest.raises(SpecError, match="line 2: unknown format") as info:
+        load_spec_file(unknown)
+    assert info.value.source == str(unknown)
+    with pytest.raises(SpecError, match="document is empty"):
+        load_spec_file(write(tmp_path, "empty.jsonl", "\n\n"))
+
+
+def test_trailing_garbage_after_json_reports_the_first_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "trailing.json", '{\n  "tools": []\n}\n}garbage')
+    with pytest.raises(SpecError, match="invalid JSON at line 4 column 1: Extra data"):
+        load_spec_file(path)
