@@ -254,11 +254,11 @@ def build_table(
     """A rich Table. Rows are sequences (in `columns` order) or mappings (keyed by column name;
     with no `columns`, the keys of the first row, in order). `summary_table(title, rows)` also
     works: a list of rows given as `columns` is taken as the rows."""
-    if columns is not None and not rows and columns and not isinstance(columns[0], str):
-        columns, rows = None, columns
-    rows = list(rows)
+    row_list = list(rows)
+    if columns and not row_list and not isinstance(columns[0], str):
+        row_list, columns = list(columns), None
     if columns is None:
-        first = rows[0] if rows else {}
+        first = row_list[0] if row_list else {}
         if not isinstance(first, Mapping):
             raise ValueError(f"summary table {title!r}: rows are sequences, so columns are needed")
         columns = list(first.keys())
@@ -266,7 +266,7 @@ def build_table(
     table = Table(title=title, box=box.ASCII if plain else box.SIMPLE_HEAVY, title_justify="left")
     for name in names:
         table.add_column(name, overflow="fold")
-    for n, row in enumerate(rows):
+    for n, row in enumerate(row_list):
         if isinstance(row, Mapping):
             values = [row.get(name) for name in names]
         else:
@@ -321,9 +321,12 @@ def progress(
     description: str = "",
 ) -> ProgressTracker[T]:
     """Progress on the process console; `progress(n)` is `progress(total=n)`."""
-    if isinstance(iterable, int) and not isinstance(iterable, bool):
-        iterable, total = None, iterable
-    return get_console().progress(iterable, total=total, description=description)
+    source: Iterable[T] | AsyncIterable[T] | None
+    if isinstance(iterable, int):
+        source, total = None, iterable
+    else:
+        source = iterable
+    return get_console().progress(source, total=total, description=description)
 
 
 def summary_table(

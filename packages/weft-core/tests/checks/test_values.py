@@ -66,3 +66,55 @@ def test_compare_ordering() -> None:
         compare(1, "in", 1)
     with pytest.raises(EvalFailure, match="cannot contain"):
         compare("abc", "contains", 1)
+
+
+def test_primary_key_lookup_agrees_with_a_full_scan() -> None:
+    from weft_core.checks._evaluate import _matching
+    from weft_core.checks._values import where_matches
+    from weft_core.state import DBState, TableSchema
+
+    int_rows = {
+        "1": {"id": 1, "v": "a"},
+        "10": {"id": 10, "v": "b"},
+        "rowid:3": {"id": None, "v": "c"},
+    }
+    text_rows = {
+        "7": {"code": "7", "v": "x"},
+        "7.0": {"code": "7.0", "v": "y"},
+        "abc": {"code": "abc", "v": "z"},
+    }
+    real_rows = {"2.0": {"k": 2.0, "v": "r"}, "2.5": {"k": 2.5, "v": "s"}}
+    db = DBState(
+        tables={"i": int_rows, "t": text_rows, "r": real_rows},
+        schemas={
+            "i": TableSchema(columns=["id", "v"], primary_key=["id"]),
+            "t": TableSchema(columns=["code", "v"], primary_key=["code"]),
+            "r": TableSchema(columns=["k", "v"], primary_key=["k"]),
+        },
+    )
+    probes = [
+        1,
+        10,
+        "10",
+        10.0,
+        "1.0",
+        True,
+        None,
+        7,
+        "7",
+        "7.0",
+        7.0,
+        "abc",
+        2,
+        2.0,
+        "2.5",
+        2.5,
+        3,
+        "nope",
+    ]
+    for table, column in (("i", "id"), ("t", "code"), ("r", "k")):
+        for probe in probes:
+            where = {column: probe}
+            scan = [r for r in db.tables[table].values() if where_matches(r, where)]
+            fast = _matching(db, table, where, "final")
+            assert sorted(map(repr, fast)) == sorted(map(repr, scan)), (table, probe)

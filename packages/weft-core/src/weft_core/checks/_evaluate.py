@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -192,9 +193,35 @@ def _check_columns(db: DBState, table: str, names: Sequence[str]) -> None:
             )
 
 
+def _key_candidates(value: Any) -> set[str] | None:
+    """Row keys a single-column primary key equal to `value` (by `values_equal`) can have."""
+    if value is None or isinstance(value, Mapping | list | tuple):
+        return None
+    keys = {value} if isinstance(value, str) else set()
+    number = as_number(value)
+    if isinstance(value, str) and number is None:
+        return keys
+    if number is None:
+        return None
+    if float(number).is_integer():
+        keys.add(str(int(number)))
+    keys.add(json.dumps(float(number)))
+    return keys
+
+
 def _matching(db: DBState, table: str, where: Mapping[str, Any], side: str) -> list[dict[str, Any]]:
     rows = _table_rows(db, table, side)
     _check_columns(db, table, list(where))
+    schema = db.schemas.get(table)
+    if schema is not None and len(schema.primary_key) == 1:
+        pk = schema.primary_key[0]
+        cond = where.get(pk)
+        keys = None if pk not in where or is_operator(cond) else _key_candidates(cond)
+        if keys is not None:
+            # Primary-key lookup instead of a scan: verifiers on big tables mostly pin the key.
+            by_key = db.tables[table]
+            found = [by_key[k] for k in sorted(keys) if k in by_key]
+            return [r for r in found if where_matches(r, where)]
     return [r for r in rows if where_matches(r, where)]
 
 

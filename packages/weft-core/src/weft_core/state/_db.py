@@ -95,7 +95,9 @@ def row_key(values: list[Any]) -> str:
     """The stable string key of a row from its primary-key values."""
     if len(values) == 1:
         v = values[0]
-        return v if isinstance(v, str) else json.dumps(v)
+        if isinstance(v, str):
+            return v
+        return str(v) if type(v) is int else json.dumps(v)
     return json.dumps(values, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -143,7 +145,10 @@ def _capture_table(
     columns = [d[0] for d in cur.description][1:]
     rows: dict[str, dict[str, Any]] = {}
     for raw in cur:
-        rowid, values = raw[0], [_value(v) for v in raw[1:]]
+        rowid = raw[0]
+        values = raw[1:]
+        if any(type(v) is bytes for v in values):
+            values = tuple(_value(v) for v in values)
         row = dict(zip(columns, values, strict=True))
         key_values = [row[c] for c in pk]
         # SQLite lets non-integer primary keys hold NULL; such rows are only unique by rowid.

@@ -63,35 +63,42 @@ class StateDiff(WeftModel):
         return {name: diff.counts() for name, diff in sorted(self.tables.items())}
 
 
-def _diff_table(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> TableDiff:
-    # Equal rows are dropped before DeepDiff: it is exact but slow, and almost every row of a
-    # session DB is untouched.
-    old_changed = {k: r for k, r in old.items() if new.get(k) != r}
-    new_changed = {k: r for k, r in new.items() if old.get(k) != r}
-    result = TableDiff()
-    if not old_changed and not new_changed:
-        return result
-    tree = DeepDiff(old_changed, new_changed, view="tree")
-    for report, levels in tree.items():
+def _field_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, FieldChange]:
+    """Field-level changes of one row, via DeepDiff (type changes such as 1 -> 1.0 included)."""
+    changes: dict[str, FieldChange] = {}
+    tree = DeepDiff(old, new, view="tree")
+    for levels in tree.values():
         for level in levels:
             path = level.path(output_format="list")
-            key = str(path[0])
-            if len(path) == 1 and report == "dictionary_item_added":
-                result.inserts[key] = new[key]
-            elif len(path) == 1 and report == "dictionary_item_removed":
-                result.deletes[key] = old[key]
-            else:
-                update = result.updates.get(key)
-                if update is None:
-                    update = RowUpdate(old=old[key], new=new[key], changed={})
-                    result.updates[key] = update
-                t1 = None if isinstance(level.t1, NotPresent) else level.t1
-                t2 = None if isinstance(level.t2, NotPresent) else level.t2
-                update.changed[str(path[1])] = FieldChange(old=t1, new=t2)
-    result.inserts = dict(sorted(result.inserts.items()))
-    result.updates = dict(sorted(result.updates.items()))
-    result.deletes = dict(sorted(result.deletes.items()))
+            if not path:  # DeepDiff reports a wholesale replacement at the root; split it by field
+                for name in sorted(set(old) | set(new)):
+                    if old.get(name) != new.get(name) or (name in old) != (name in new):
+                        changes[name] = FieldChange(old=old.get(name), new=new.get(name))
+                continue
+            t1 = None if isinstance(level.t1, NotPresent) else level.t1
+            t2 = None if isinstance(level.t2, NotPresent) else level.t2
+            changes[str(path[0])] = FieldChange(old=t1, new=t2)
+    return dict(sorted(changes.items()))
+
+
+def _diff_table(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> TableDiff:
+    result = TableDiff()
+    result.inserts = {k: new[k] for k in sorted(new.keys() - old.keys())}
+    result.deletes = {k: old[k] for k in sorted(old.keys() - new.keys())}
+    # Equal rows are skipped before DeepDiff: it is exact but slow, and almost every row of a
+    # session DB is untouched.
+    for key in sorted(
+        k for k in old.keys() & new.keys() if old[k] != new[k] or _types_differ(old[k], new[k])
+    ):
+        changed = _field_changes(old[key], new[key])
+        if changed:
+            result.updates[key] = RowUpdate(old=old[key], new=new[key], changed=changed)
     return result
+
+
+def _types_differ(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    # 1 == 1.0 in Python, but a stored INTEGER that became a REAL is a change of state.
+    return any(type(v) is not type(b.get(k)) for k, v in a.items())
 
 
 def diff_db(initial: DBState, final: DBState) -> StateDiff:

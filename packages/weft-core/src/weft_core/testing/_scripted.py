@@ -113,7 +113,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     ScriptExhaustedError.
     """
 
-    responses: list[Any] = Field(default_factory=list)  # type: ignore[assignment]
+    responses: list[Any] = Field(default_factory=list)
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tools: list[list[Any]] = Field(default_factory=list)
     tool_choices: list[Any] = Field(default_factory=list)
@@ -196,7 +196,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         self.tool_choices.append(tool_choice)
         return self
 
-    def with_structured_output(  # type: ignore[override]
+    def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[Any, Any]:
         """Parse each reply into `schema` (pydantic model, TypedDict/type, or JSON-schema dict)
