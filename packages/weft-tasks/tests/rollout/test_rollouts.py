@@ -260,3 +260,19 @@ async def test_external_subprocess_harness_rollout_is_verified_and_tied_to_the_l
         _plan(graph, "simuser", harness="external"), client, harness, settings=QUIET
     )
     assert "does not support simuser" in refused.error
+
+
+@pytest.mark.parametrize(("mode", "disclosure"), [("agentic", "vague"), ("simuser", "partial")])
+async def test_react_with_the_reference_policy_passes_without_any_llm(megamcp, mode, disclosure):
+    from weft_tasks.harness import reference_policy
+
+    client, graph = megamcp
+    harness = ReActHarness(reference_policy)
+    trace = await run_rollout(
+        _plan(graph, mode, disclosure, "react"), client, harness, settings=QUIET
+    )
+    assert trace.error is None, trace.error
+    assert trace.model == "reference-policy"
+    assert all(s.outcome.passed for s in trace.segments) and trace.final.passed
+    assert trace_ledger_problems(trace.messages, trace.ledger) == []
+    assert trace.messages[0].role == "system"

@@ -6,6 +6,7 @@ from weft_tasks.harness.mcp_tools import group_client, public_tool_name, split_t
 from weft_tasks.harness.messages import to_chat_message, to_chat_messages
 from weft_tasks.harness.protocol import Harness, HarnessRun, HarnessTask, MCPEndpoint, TurnCallback
 from weft_tasks.harness.react import ReActHarness
+from weft_tasks.harness.reference_policy import ReferencePolicyModel, reference_policy
 from weft_tasks.harness.subprocess_harness import SubprocessHarness
 from weft_tasks.harness.teacher import ReferenceChainTeacher, render_arguments
 
@@ -18,10 +19,12 @@ __all__ = [
     "MCPEndpoint",
     "ReActHarness",
     "ReferenceChainTeacher",
+    "ReferencePolicyModel",
     "SubprocessHarness",
     "TurnCallback",
     "group_client",
     "public_tool_name",
+    "reference_policy",
     "render_arguments",
     "split_tool_name",
     "to_chat_message",

@@ -5,6 +5,7 @@ turn) and SimUser (a turn per request; a reply without tool calls ends the turn)
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,12 +31,13 @@ class ReActHarness:
 
     def __init__(
         self,
-        model: BaseChatModel,
+        model: BaseChatModel | Callable[[HarnessTask], BaseChatModel],
         *,
         system_prompt: str = SYSTEM_PROMPT,
         max_steps_per_turn: int = 40,
         call_timeout_s: float = 120.0,
     ) -> None:
+        # A factory builds one model per rollout (e.g. the reference policy, which reads the task).
         self.model = model
         self.system_prompt = system_prompt
         self.max_steps_per_turn = max_steps_per_turn
@@ -43,11 +45,7 @@ class ReActHarness:
 
     @property
     def model_name(self) -> str:
-        for attr in ("model_name", "model"):
-            value = getattr(self.model, attr, None)
-            if isinstance(value, str) and value:
-                return value
-        return type(self.model).__name__
+        return _name_of(self.model)
 
     async def run(
         self, task: HarnessTask, endpoints: dict[str, MCPEndpoint], on_turn: TurnCallback
@@ -61,7 +59,8 @@ class ReActHarness:
         adapter = MCPAdapter(group_client(endpoints, timeout=self.call_timeout_s))
         async with adapter:
             tools = await adapter.list_tools()
-            agent: Any = create_agent(self.model, tools, system_prompt=self.system_prompt)
+            model = self.model if isinstance(self.model, BaseChatModel) else self.model(task)
+            agent: Any = create_agent(model, tools, system_prompt=self.system_prompt)
             history: list[BaseMessage] = []
             request: str | None = task.first_request
             turns = 0
@@ -73,7 +72,7 @@ class ReActHarness:
         return HarnessRun(
             messages=to_chat_messages(self._with_system(history)),
             tools=[openai_tool(t.name, t.description, _schema(t)) for t in tools],
-            model=self.model_name,
+            model=_name_of(model),
             turns=turns,
         )
 
@@ -97,6 +96,16 @@ class ReActHarness:
         from langchain_core.messages import SystemMessage
 
         return [SystemMessage(self.system_prompt), *history]
+
+
+def _name_of(model: Any) -> str:
+    for attr in ("model_name", "model"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    if not isinstance(model, BaseChatModel):
+        return getattr(model, "__name__", "model-factory").replace("_", "-")
+    return type(model).__name__
 
 
 def _schema(tool: Any) -> dict[str, Any]:
