@@ -198,3 +198,13 @@ def test_diff_tables_added_removed_and_new_columns() -> None:
 def test_state_round_trips_through_json(seed: Path) -> None:
     state = capture_db(seed)
     assert DBState.model_validate_json(state.model_dump_json()) == state
+
+
+def test_diff_nested_values_and_numeric_spelling() -> None:
+    initial = DBState(tables={"t": {"1": {"id": 1, "meta": {"a": [1, 2]}, "n": 1}}})
+    same = DBState(tables={"t": {"1": {"id": 1, "meta": {"a": [1, 2]}, "n": 1.0}}})
+    assert diff_db(initial, same).empty  # INTEGER 1 read back as REAL 1.0 is the same value
+    changed = DBState(tables={"t": {"1": {"id": 1, "meta": {"a": [1, 3]}, "n": 1}}})
+    upd = diff_db(initial, changed).tables["t"].updates["1"]
+    assert list(upd.changed) == ["meta"]
+    assert upd.changed["meta"].new == {"a": [1, 3]}
