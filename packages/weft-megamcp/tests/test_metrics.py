@@ -122,7 +122,7 @@ def test_prometheus_text_parses_and_matches_json() -> None:
 
 def test_empty_and_hostile_labels() -> None:
     empty = render_prometheus(compute_metrics([]))
-    assert "# TYPE weft_megamcp_tool_calls counter" in empty
+    assert "# TYPE weft_megamcp_tool_calls_total counter" in empty
     assert "weft_megamcp_tool_calls_total{" not in empty
     weird = [entry(0, 'to"ol\nname', mcp="m{x}")]
     text = render_prometheus(compute_metrics(weird))
