@@ -1,3 +1,32 @@
-"""weft-envsynth."""
+"""weft-envsynth: certified, stateful MCP environments (EnvBundles) synthesized from tool definitions."""
 
-__all__: list[str] = []
+from weft_envsynth.errors import (
+    BundleError,
+    EnvSynthError,
+    EnvSynthRuntimeError,
+    EnvSynthUserError,
+    SpecRejected,
+)
+from weft_envsynth.graph import build_envsynth_graph
+from weft_envsynth.loader import create_bundle_server, import_bundle
+from weft_envsynth.pipeline import SynthResult, synthesize_file, synthesize_files, synthesize_spec
+from weft_envsynth.state import EnvSynthState
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BundleError",
+    "EnvSynthError",
+    "EnvSynthRuntimeError",
+    "EnvSynthState",
+    "EnvSynthUserError",
+    "SpecRejected",
+    "SynthResult",
+    "__version__",
+    "build_envsynth_graph",
+    "create_bundle_server",
+    "import_bundle",
+    "synthesize_file",
+    "synthesize_files",
+    "synthesize_spec",
+]

@@ -11,6 +11,7 @@ and a subsequent read. Every failure is classified: structural (-> schema), mapp
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -226,6 +227,7 @@ class _Validator:
                 return f"validator{self._n}@example.com"
             if fmt in {"uri", "url"} or "url" in arg.lower():
                 return "https://example.com/validation"
+            self._n += 1
             return f"validation {arg} {self._n}"
         return None
 
@@ -906,7 +908,13 @@ async def validate_async(
             for t in spec.tools
         ]
         return report
-    tmp = Path(tempfile.mkdtemp(prefix="weft-validate-"))
+    # A RAM-backed folder when there is one: validation commits often and never needs durability.
+    shm = Path("/dev/shm")
+    tmp = Path(
+        tempfile.mkdtemp(
+            prefix="weft-validate-", dir=shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+        )
+    )
     session_id = f"validate-{tmp.name}"
     try:
         db = tmp / "state.sqlite"

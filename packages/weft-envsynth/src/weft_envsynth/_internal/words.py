@@ -9,6 +9,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 # Verb -> operation. Order matters only through the first-verb-wins scan in tool_verb().
 CREATE_VERBS = {
+    "send",
+    "compose",
+    "draft",
     "create",
     "add",
     "new",

@@ -1,0 +1,175 @@
+"""The weft-envsynth command: `synth SPEC... -o OUT/` and `serve BUNDLE`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from weft_core.exceptions import WeftError
+from weft_envsynth.errors import BundleError, EnvSynthUserError
+from weft_envsynth.pipeline import SynthResult, default_jobs, synthesize_files
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="weft-envsynth", description="Synthesize certified, stateful MCP environments."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("synth", help="synthesize EnvBundles from MCP spec files")
+    s.add_argument(
+        "specs",
+        nargs="+",
+        help="spec files (Weft MCPSpec, MCP tools/list, OpenAI/BFCL functions, Toucan) or folders of *.json",
+    )
+    s.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        help="output folder; bundles go to OUT/<slug>/, the report to OUT/envsynth-report.json",
+    )
+    s.add_argument(
+        "--model",
+        default=None,
+        help="chat model for the LLM strategies, e.g. openai:gpt-4.1-mini (default: programmatic)",
+    )
+    s.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="revision rounds after the first validation (default 3)",
+    )
+    s.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help=f"specs synthesized in parallel processes (this machine: {default_jobs()})",
+    )
+    s.add_argument("--quiet", action="store_true", help="no progress bar or table; errors only")
+    v = sub.add_parser("serve", help="serve one bundle standalone over streamable HTTP")
+    v.add_argument("bundle", help="an EnvBundle folder")
+    v.add_argument("--host", default="127.0.0.1")
+    v.add_argument("--port", type=int, default=8765)
+    v.add_argument(
+        "--db",
+        default=None,
+        help="SQLite state file (default ./state.sqlite, created from seed.sqlite)",
+    )
+    v.add_argument(
+        "--workspace", default=None, help="workspace folder for file tools (default ./workspace)"
+    )
+    return p
+
+
+def _expand(specs: Sequence[str]) -> list[Path]:
+    out: list[Path] = []
+    for s in specs:
+        p = Path(s)
+        if p.is_dir():
+            out.extend(sorted(p.glob("*.json")))
+        elif p.exists():
+            out.append(p)
+        else:
+            raise EnvSynthUserError(f"spec file {s} does not exist")
+    if not out:
+        raise EnvSynthUserError("no spec files given")
+    return out
+
+
+def synth(args: argparse.Namespace) -> int:
+    from weft_core.console import WeftConsole
+
+    console = WeftConsole(quiet=args.quiet or None)
+    if args.rounds < 0 or args.jobs < 1:
+        raise EnvSynthUserError("--rounds must be >= 0 and --jobs >= 1")
+    paths = _expand(args.specs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with console.progress(total=len(paths), description="synthesizing") as bar:
+
+        def done(_r: SynthResult) -> None:
+            bar.advance()
+
+        results = synthesize_files(
+            paths, out, model=args.model, rounds=args.rounds, jobs=args.jobs, on_result=done
+        )
+    wall = time.perf_counter() - t0
+    report = {
+        "out": str(out),
+        "model": args.model or "programmatic",
+        "rounds": args.rounds,
+        "wall_seconds": round(wall, 2),
+        "specs": len(results),
+        "certified": sum(r.status == "certified" for r in results),
+        "partial": sum(r.status == "partial" for r in results),
+        "rejected": sum(r.status == "rejected" for r in results),
+        "failed": sum(r.status == "failed" for r in results),
+        "tools_total": sum(r.tools_total for r in results),
+        "tools_certified": sum(r.tools_certified for r in results),
+        "results": [r.model_dump(mode="json") for r in results],
+    }
+    from weft_core.models import atomic_write_text
+
+    atomic_write_text(out / "envsynth-report.json", json.dumps(report, indent=2))
+    rows = [
+        (
+            r.slug or Path(r.source).name,
+            r.status,
+            f"{r.tools_certified}/{r.tools_total}",
+            r.rounds_used,
+            f"{r.seconds:.1f}s",
+            (r.reason or next(iter(r.uncertified.values()), ""))[:70],
+        )
+        for r in results
+    ]
+    console.summary_table(
+        "weft-envsynth synth",
+        ["mcp", "status", "tools certified", "rounds", "time", "reason"],
+        rows,
+    )
+    console.print(
+        f"{report['certified']} certified, {report['partial']} partial, {report['rejected']} rejected, "
+        f"{report['failed']} failed; {report['tools_certified']}/{report['tools_total']} tools; report: {out / 'envsynth-report.json'}"
+    )
+    for r in results:
+        if r.status == "failed":
+            console.error(f"weft-envsynth: {r.source}: synthesis crashed: {r.reason}")
+    return 0 if report["failed"] == 0 else 1
+
+
+def serve(args: argparse.Namespace) -> int:
+    import os
+
+    bundle = Path(args.bundle)
+    if not (bundle / "manifest.json").exists():
+        raise BundleError(
+            f"{bundle} is not a certified EnvBundle (no manifest.json); run weft-envsynth synth first"
+        )
+    if args.db:
+        os.environ["WEFT_DB_PATH"] = str(Path(args.db).resolve())
+    if args.workspace:
+        os.environ["WEFT_WORKSPACE"] = str(Path(args.workspace).resolve())
+    from weft_envsynth.loader import import_bundle
+
+    server = import_bundle(bundle).create_server()
+    server.run(transport="http", host=args.host, port=args.port)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return synth(args) if args.command == "synth" else serve(args)
+    except WeftError as exc:
+        print(f"weft-envsynth: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
