@@ -1,28 +1,32 @@
-"""weft-megamcp: a shared MCP host with isolated, recoverable per-session state (paper §3.3.3)."""
+"""weft-megamcp: a shared MCP host with isolated, recoverable per-session state (paper §3.3.3).
 
-from weft_megamcp.client import MegaMCPClient
-from weft_megamcp.host import MegaMCPHost
-from weft_megamcp.models import (
-    CallResult,
-    GroupHandle,
-    GroupInfo,
-    GroupStatus,
-    SessionInfo,
-    VerificationResult,
-)
-from weft_megamcp.registry import MCPRecord
-from weft_megamcp.settings import MegaMCPSettings, load_settings
+Names are imported lazily so that light entry points (the verifier runner, `inspect`) do not pay
+for the whole serving stack.
+"""
 
-__all__ = [
-    "CallResult",
-    "GroupHandle",
-    "GroupInfo",
-    "GroupStatus",
-    "MCPRecord",
-    "MegaMCPClient",
-    "MegaMCPHost",
-    "MegaMCPSettings",
-    "SessionInfo",
-    "VerificationResult",
-    "load_settings",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "MegaMCPClient": "weft_megamcp.client",
+    "MegaMCPHost": "weft_megamcp.host",
+    "CallResult": "weft_megamcp.models",
+    "GroupHandle": "weft_megamcp.models",
+    "GroupInfo": "weft_megamcp.models",
+    "GroupStatus": "weft_megamcp.models",
+    "SessionInfo": "weft_megamcp.models",
+    "VerificationResult": "weft_megamcp.models",
+    "MCPRecord": "weft_megamcp.registry",
+    "MegaMCPSettings": "weft_megamcp.settings",
+    "load_settings": "weft_megamcp.settings",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'weft_megamcp' has no attribute {name!r}")

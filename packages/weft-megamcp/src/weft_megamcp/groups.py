@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -484,20 +485,24 @@ class GroupManager:
                 gid = _new_id("grp")
                 plans.append((gid, {m: _new_id("ses") for m in group.sessions}))
 
+            def copy_one(gid: str, sids: dict[str, str]) -> None:
+                for m, s in group.sessions.items():
+                    dst = self.groups_dir / gid / m
+                    _copy_state(s.root, dst)
+                    # The fork's history is the parent's prefix, under the fork's own ids.
+                    led = dst / LEDGER_NAME
+                    if led.exists():
+                        lines = []
+                        for line in led.read_text(encoding="utf-8").splitlines():
+                            e = json.loads(line)
+                            e["session_id"], e["group_id"] = sids[m], gid
+                            lines.append(json.dumps(e))
+                        led.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+
             def copy_all() -> None:
-                for gid, sids in plans:
-                    for m, s in group.sessions.items():
-                        dst = self.groups_dir / gid / m
-                        _copy_state(s.root, dst)
-                        # The fork's history is the parent's prefix, under the fork's own ids.
-                        led = dst / LEDGER_NAME
-                        if led.exists():
-                            lines = []
-                            for line in led.read_text(encoding="utf-8").splitlines():
-                                e = json.loads(line)
-                                e["session_id"], e["group_id"] = sids[m], gid
-                                lines.append(json.dumps(e))
-                            led.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+                # Copies are memory-bandwidth bound; a few threads overlap page-cache work.
+                with ThreadPoolExecutor(max_workers=min(4, len(plans))) as pool:
+                    list(pool.map(lambda plan: copy_one(*plan), plans))
 
             await asyncio.to_thread(copy_all)
             for gid, sids in plans:

@@ -1,0 +1,109 @@
+"""Registry: content-addressed versions, sources in the object store, snapshots, hostile input."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from weft_megamcp.exceptions import NotFoundError, RegistrationError
+from weft_megamcp.objectstore import ObjectStore
+from weft_megamcp.registry import MCPKind, Registry
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Registry:
+    store = ObjectStore(str(tmp_path / "objects"), tmp_path / "cache")
+    reg = Registry(f"sqlite:///{tmp_path / 'reg.sqlite'}", store, tmp_path / "modules")
+    yield reg
+    reg.close()
+
+
+async def test_versions_follow_content(registry: Registry, bundle_dir: Path):
+    v1 = await registry.register(bundle_dir)
+    assert (v1.mcp_id, v1.version, v1.kind) == ("notes_crm", 1, MCPKind.BUNDLE)
+    assert (await registry.register(bundle_dir)).version == 1  # same content, same version
+    server = bundle_dir / "server.py"
+    server.write_text(
+        server.read_text().replace("Create a contact and return it.", "Create a contact.")
+    )
+    v2 = await registry.register(bundle_dir)
+    assert v2.version == 2 and v2.source_hash != v1.source_hash
+    assert next(t for t in v2.tools if t.name == "add_contact").description == "Create a contact."
+    assert [r.version for r in registry.versions("notes_crm")] == [1, 2]
+    assert registry.get("notes_crm").version == 2 and registry.get("notes_crm", 1).version == 1
+    assert v1.metadata["screen"]["tier"] == "shared_process"
+    assert "purge_all" not in v1.metadata["certified_tools"]
+
+
+async def test_sources_are_materialized_from_the_store(
+    registry: Registry, bundle_dir: Path, tmp_path: Path
+):
+    rec = await registry.register(bundle_dir)
+    folder = registry.source_folder(rec)
+    assert (folder / "server.py").read_text() == (bundle_dir / "server.py").read_text()
+    # Lose the local module cache: it comes back from the object store.
+    import shutil
+
+    shutil.rmtree(tmp_path / "modules")
+    again = registry.source_folder(rec)
+    assert (again / "models.py").read_bytes() == (bundle_dir / "models.py").read_bytes()
+
+
+async def test_module_file_and_seed_snapshot(registry: Registry, tmp_path: Path):
+    mod = tmp_path / "echo_server.py"
+    mod.write_text(
+        "from fastmcp import FastMCP\nmcp = FastMCP('echo')\n\n@mcp.tool\ndef echo(text: str) -> str:\n    return text\n"
+    )
+    rec = await registry.register(mod)
+    assert (
+        rec.kind == MCPKind.MODULE
+        and rec.mcp_id == "echo_server"
+        and [t.name for t in rec.tools] == ["echo"]
+    )
+    assert rec.seed_snapshot_uri is None
+
+
+async def test_snapshots_are_content_addressed(
+    registry: Registry, bundle_dir: Path, tmp_path: Path
+):
+    rec = await registry.register(bundle_dir)
+    seed_path, sha = registry.snapshot_file(rec.seed_snapshot_uri)
+    again = registry.put_snapshot(rec.mcp_id, bundle_dir / "seed.sqlite")
+    assert again.uri == rec.seed_snapshot_uri and again.sha256 == sha
+    db = tmp_path / "other.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("create table t (x)")
+    con.commit()
+    con.close()
+    other = registry.put_snapshot(rec.mcp_id, db)
+    assert other.uri != again.uri
+    assert seed_path.stat().st_mode & 0o222 == 0  # blobs are stored read-only
+
+
+async def test_hostile_input(registry: Registry, tmp_path: Path):
+    with pytest.raises(RegistrationError, match="no such file"):
+        await registry.register(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RegistrationError, match="not an EnvBundle"):
+        await registry.register(tmp_path / "empty")
+    bad = tmp_path / "broken.py"
+    bad.write_text("import nonexistent_module_xyz\n")
+    with pytest.raises(RegistrationError, match="importing 'broken' failed"):
+        await registry.register(bad)
+    noserver = tmp_path / "noserver.py"
+    noserver.write_text("x = 1\n")
+    with pytest.raises(RegistrationError, match="neither create_server"):
+        await registry.register(noserver)
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hi")
+    with pytest.raises(RegistrationError, match=r"\.py"):
+        await registry.register(txt)
+    with pytest.raises(RegistrationError, match="not a SQLite"):
+        registry.put_snapshot("x", txt)
+    with pytest.raises(NotFoundError):
+        registry.get("never_registered")
+    with pytest.raises(RegistrationError, match="not on PATH"):
+        await registry.register_command(["definitely-not-a-command-xyz"], name="x")
+    assert registry.list() == []  # nothing half-registered
