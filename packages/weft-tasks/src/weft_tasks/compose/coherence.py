@@ -64,28 +64,33 @@ def cards_for(bundles: list[BundleView]) -> list[MCPCard]:
 
 
 def programmatic_verdict(state: CoherenceState, bundles: list[BundleView]) -> Verdict:
+    """Coherent when the MCPs that hold business data share objects (one connected component);
+    MCPs without tables (a notes workspace, a calculator) serve any objective."""
     names = [c.mcp for c in state.cards]
-    if not linked(bundles):
+    core = [b for b in bundles if any(not e.reference_data for e in b.entities.entities)]
+    utilities = [b.mcp for b in bundles if b not in core]
+    if not core:
+        return Verdict(coherent=False, mcps=names, reason="no MCP holds business data to act on")
+    if not linked(core):
         return Verdict(
             coherent=False,
             mcps=names,
-            reason="no shared business object connects " + ", ".join(names),
+            reason="no shared business object connects " + ", ".join(b.mcp for b in core),
         )
-    keys = sorted(
-        {k for i, a in enumerate(bundles) for b in bundles[i + 1 :] for k in shared_keys(a, b)}
-    )
-    obj = keys[0].split(".")[-1] if keys else None
+    keys = sorted({k for i, a in enumerate(core) for b in core[i + 1 :] for k in shared_keys(a, b)})
     domains = sorted({c.domain for c in state.cards})
-    about = (
-        f"the account identified by its {obj}"
-        if obj
-        else f"one {state.cards[0].entities[0] if state.cards[0].entities else 'workflow'}"
-    )
+    if keys:
+        about = f"the account identified by its {keys[0].split('.')[-1]}"
+    else:
+        first = core[0].entities.entities[0].name.replace("_", " ")
+        about = f"a {first} and its records"
+    extra = f", recording the outcome with {', '.join(utilities)}" if utilities else ""
     return Verdict(
         coherent=True,
         mcps=names,
-        reason=f"shared keys: {keys or ['single MCP']}",
-        objective=f"Handle {about} end to end across {', '.join(domains)} ({', '.join(names)})",
+        reason=f"shared keys: {keys or ['single service']}",
+        objective=f"Handle {about} end to end across {', '.join(domains)} "
+        f"({', '.join(b.mcp for b in core)}){extra}",
     )
 
 

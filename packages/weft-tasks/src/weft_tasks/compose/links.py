@@ -129,9 +129,9 @@ def redundancy_score(bundles: list[BundleView]) -> float:
     return total / len(pairs)
 
 
-def input_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, str]]:
-    """`{input name: (entity, field)}` for inputs that reach a tool argument mapped onto state."""
-    out: dict[str, tuple[str, str]] = {}
+def input_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, str, str]]:
+    """`{input name: (entity, field, role)}` for inputs that reach an argument mapped onto state."""
+    out: dict[str, tuple[str, str, str]] = {}
     for call in task.reference_calls:
         contract = bundle.contract(call.tool)
         if contract is None:
@@ -144,7 +144,7 @@ def input_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, s
             if not entity or not m.field:
                 continue
             for name in template_names(value):
-                out.setdefault(name, (entity, m.field))
+                out.setdefault(name, (entity, m.field, m.role))
     return out
 
 

@@ -81,12 +81,14 @@ class CoverageSampler:
     def shape(self, profile: Profile) -> Shape | None:
         """A random (tasks, MCPs, domains) inside the profile that this library can serve."""
         n_mcps, n_domains = len(self.libs), len(self.domains)
+        sizes = sorted((len(v) for v in self.domains.values()), reverse=True)
+        total_cap = sum(self.capacity.values())
         options = [
             (k, m, d)
-            for k in profile.tasks.clip(10_000)
+            for k in profile.tasks.clip(total_cap)
             for m in profile.mcps.clip(n_mcps)
             for d in profile.domains.clip(min(m, n_domains))
-            if k >= m
+            if k >= m and sum(sizes[:d]) >= m
         ]
         if not options:
             return None

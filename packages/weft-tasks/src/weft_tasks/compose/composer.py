@@ -1,0 +1,541 @@
+"""The composition agent: selected atomic tasks -> a grounded task graph (paper §3.1.2).
+
+    propose -> check --(issues, attempts left)--> propose
+                     \\-> END
+
+`propose` (programmatic, or a chat model) picks k of the candidate tasks, binds the business
+object they share across MCPs, aligns each task's inputs and fixture rows to it, marks inputs
+given / retrieved / upstream and draws information and state edges. `check` runs the
+deterministic graph checks; a model sees the issues and tries again, the programmatic strategy
+is deterministic so its issues are final. The graph's order is the stable topological order.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, Field, TypeAdapter
+
+from weft_core.models import (
+    AtomicTask,
+    Check,
+    EdgeKind,
+    Entity,
+    EntityBinding,
+    TaskEdge,
+    TaskGraph,
+    TaskInput,
+    TaskNode,
+)
+from weft_tasks.atomic._llm import ask_structured
+from weft_tasks.atomic.bundle import BundleView
+from weft_tasks.atomic.execution import render, render_checks
+from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
+from weft_tasks.compose.links import input_fields, link_fields, link_key, output_fields
+from weft_tasks.exceptions import LLMOutputError
+
+_CHECKS: TypeAdapter[list[Check]] = TypeAdapter(list[Check])
+_OP_RANK = {
+    "read": 0,
+    "search": 0,
+    "list": 0,
+    "file_read": 0,
+    "file_list": 0,
+    "compute": 0,
+    "create": 1,
+    "file_write": 1,
+    "update": 2,
+    "action": 2,
+    "delete": 3,
+    "file_delete": 3,
+}
+
+
+class CompositionState(BaseModel):
+    graph_id: str
+    profile: str
+    objective: str
+    nodes_wanted: int = Field(ge=1)
+    pool: list[AtomicTask]
+    graph: TaskGraph | None = None
+    issues: list[GraphIssue] = Field(default_factory=list)
+    attempts: int = 0
+    max_attempts: int = 2
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _op(task: AtomicTask, bundle: BundleView) -> str:
+    c = bundle.contract(task.tool_chain[-1]) if task.tool_chain else None
+    return c.operation if c else "compute"
+
+
+def _entity(bundle: BundleView, name: str) -> Entity | None:
+    try:
+        return bundle.entities.entity(name)
+    except KeyError:
+        return None
+
+
+def _binding_key(bundle: BundleView, entity: str, field: str) -> str | None:
+    e = _entity(bundle, entity)
+    if e is None:
+        return None
+    if field == "name" or field.endswith("_name"):
+        return "name"
+    k = link_key(e, field)
+    return k.split(".")[-1] if k else None
+
+
+def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> EntityBinding | None:
+    """The business object most MCPs of the pool share, valued from a real fixture row of the
+    MCP where its key is unique."""
+    refs_by_key: dict[str, dict[str, str]] = {}
+    for m, b in bundles.items():
+        for f in link_fields(b):
+            short = f.key.split(".")[-1]
+            e = _entity(b, f.entity)
+            unique = bool(e and e.field(f.field).unique)
+            cur = refs_by_key.setdefault(short, {})
+            if m not in cur or unique:
+                cur[m] = f.entity
+    keys = sorted(
+        (k for k, r in refs_by_key.items() if len(r) >= 2), key=lambda k: (-len(refs_by_key[k]), k)
+    )
+    for key in keys:
+        refs = refs_by_key[key]
+        for task in pool:
+            b = bundles.get(task.mcp)
+            table = refs.get(task.mcp)
+            if b is None or table is None or table not in task.seed_rows:
+                continue
+            e = _entity(b, table)
+            fields = [f for f in (e.fields if e else []) if _binding_key(b, table, f.name) == key]
+            if not fields or not fields[0].unique:
+                continue
+            row = task.seed_rows[table][0]
+            value: dict[str, Any] = {key: row.get(fields[0].name)}
+            if e is not None and any(f.name == "name" for f in e.fields) and row.get("name"):
+                value["name"] = row["name"]
+            if value[key] is None:
+                continue
+            # refs list the home MCP (where the key is unique and the values come from) first
+            ordered = {task.mcp: table} | {m: t for m, t in sorted(refs.items()) if m != task.mcp}
+            return EntityBinding(name=table, entity=table, value=value, refs=ordered)
+    return None
+
+
+def _deep_replace(value: Any, renames: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return renames.get(value, value)
+    if isinstance(value, dict):
+        return {k: _deep_replace(v, renames) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_replace(v, renames) for v in value]
+    return value
+
+
+def align_task(
+    task: AtomicTask, bundle: BundleView, binding: EntityBinding | None, anchors: dict[str, Any]
+) -> tuple[AtomicTask, dict[str, str]]:
+    """The task re-grounded on the bound object: inputs that look the object up (or name it in a
+    non-unique field of a new record) take the binding's values, and the fixture row they find
+    is renamed to match, so checks keep their meaning. Returns the task and the inputs aligned
+    (input -> 'binding.key'). `anchors` pins one fixture row per (MCP, table)."""
+    if binding is None or task.mcp not in binding.refs:
+        return task, {}
+    table = binding.refs[task.mcp]
+    ent = _entity(bundle, table)
+    if ent is None:
+        return task, {}
+    rows = task.seed_rows.get(table, [])
+    row_key = rows[0].get(ent.key) if rows else None
+    anchor = anchors.get(f"{task.mcp}.{table}")
+    if rows and anchor is not None and row_key != anchor:
+        return task, {}  # about another object of that table: stays independent
+    renames: dict[str, str] = {}
+    aligned: dict[str, str] = {}
+    for name, (entity, field, role) in input_fields(task, bundle).items():
+        if entity != table:
+            continue
+        key = _binding_key(bundle, entity, field)
+        if key is None or key not in binding.value:
+            continue
+        try:
+            unique = ent.field(field).unique
+        except KeyError:
+            continue
+        if role == "value" and (unique or key == "name"):
+            continue  # a second object with the bound unique key would collide; names are not identity
+        old = next((i.value for i in task.inputs if i.name == name), None)
+        new = binding.value[key]
+        if isinstance(old, str) and isinstance(new, str) and old != new:
+            renames[old] = new
+        aligned[name] = f"{binding.name}.{key}"
+    if not aligned:
+        return task, {}
+    if rows:
+        row = rows[0]
+        anchors.setdefault(f"{task.mcp}.{table}", row_key)
+        for f in ent.fields:
+            key = _binding_key(bundle, table, f.name)
+            old = row.get(f.name)
+            new = binding.value.get(key or "")
+            if isinstance(old, str) and isinstance(new, str) and old != new:
+                renames[old] = new
+    data = task.model_dump(
+        mode="json", by_alias=True, exclude={"content_hash", "evidence", "e2e_test"}
+    )
+    for k in ("inputs", "checks", "seed_rows", "intent"):
+        data[k] = _deep_replace(data[k], renames)
+    new_task = AtomicTask.model_validate(data)
+    return new_task.model_copy(update={"evidence": task.evidence}), aligned
+
+
+def node_checks(
+    node_id: str, task: AtomicTask, values: dict[str, Any], binding: EntityBinding | None
+) -> list[Check]:
+    """The task's completion conditions, instantiated for this node: inputs filled, values of the
+    bound object turned into binding references, evidence pinned to the node's MCP."""
+    checks = render_checks(task.checks, values)
+    dumped = _CHECKS.dump_python(checks, mode="json")
+    reverse = (
+        {
+            v: {"$binding": f"{binding.name}.{k}"}
+            for k, v in binding.value.items()
+            if isinstance(v, str)
+        }
+        if binding
+        else {}
+    )
+    out = []
+    for i, c in enumerate(dumped):
+        c["id"] = f"{node_id}.c{i + 1}"
+        c["mcp"] = task.mcp
+        for part in ("where", "arguments"):
+            if isinstance(c.get(part), dict):
+                c[part] = {
+                    k: reverse.get(v, v) if isinstance(v, str) else v for k, v in c[part].items()
+                }
+        if c.get("kind") in ("field_equals", "return_contains") and isinstance(c.get("value"), str):
+            c["value"] = reverse.get(c["value"], c["value"])
+        out.append(c)
+    return _CHECKS.validate_python(out)
+
+
+def assemble(
+    state: CompositionState,
+    chosen: list[AtomicTask],
+    bundles: dict[str, BundleView],
+    binding: EntityBinding | None,
+    sources: dict[tuple[int, str], tuple[int, str]] | None = None,
+) -> TaskGraph:
+    """Nodes, edges and bindings for `chosen` (already in execution order). `sources` forces
+    upstream sources (LLM strategy); otherwise aligned inputs are wired to the nearest earlier
+    node that outputs the same field of the bound object."""
+    anchors: dict[str, Any] = {}
+    if binding is not None:
+        for t in chosen:
+            table = binding.refs.get(t.mcp)
+            rows = t.seed_rows.get(table or "", [])
+            ent = _entity(bundles[t.mcp], table or "")
+            if rows and ent is not None and t.mcp == _home(binding, chosen, bundles):
+                anchors.setdefault(f"{t.mcp}.{table}", rows[0].get(ent.key))
+    nodes: list[TaskNode] = []
+    edges: list[TaskEdge] = []
+    outputs_of: list[dict[str, str]] = []  # per node: output name -> binding key it carries
+    for idx, raw in enumerate(chosen):
+        node_id = f"n{idx + 1}"
+        bundle = bundles[raw.mcp]
+        task, aligned = align_task(raw, bundle, binding, anchors)
+        values = {i.name: i.value for i in task.inputs}
+        inputs: list[TaskInput] = []
+        for i in task.inputs:
+            schema = dict(i.schema_)
+            upd: dict[str, Any] = {}
+            if i.name in aligned:
+                schema[BINDING_KEY] = aligned[i.name]
+                upd["schema_"] = schema
+                src = None
+                if sources is not None:
+                    src = sources.get((idx, i.name))
+                else:
+                    for j in range(idx - 1, -1, -1):
+                        out = next(
+                            (
+                                o
+                                for o, k in outputs_of[j].items()
+                                if k == aligned[i.name].split(".")[1]
+                            ),
+                            None,
+                        )
+                        if out is not None:
+                            src = (j, out)
+                            break
+                if src is not None and i.source == "given":
+                    upd |= {
+                        "source": "upstream",
+                        "from_node": f"n{src[0] + 1}",
+                        "from_output": src[1],
+                    }
+                    edges.append(
+                        TaskEdge(
+                            source=f"n{src[0] + 1}",
+                            target=node_id,
+                            kind=EdgeKind.INFORMATION,
+                            fields=[src[1]],
+                        )
+                    )
+            inputs.append(i.model_copy(update=upd) if upd else i)
+        carried: dict[str, str] = {}
+        if binding is not None and binding.refs.get(task.mcp):
+            for out_name, (entity, field) in output_fields(task, bundle).items():
+                key = _binding_key(bundle, entity, field)
+                if entity == binding.refs[task.mcp] and key in binding.value and aligned:
+                    carried[out_name] = key
+        outputs_of.append(carried)
+        nodes.append(
+            TaskNode(
+                id=node_id,
+                task=task,
+                intent=render(task.intent, values),
+                inputs=inputs,
+                outcomes=dict(task.outputs),
+                checks=node_checks(node_id, task, values, binding),
+            )
+        )
+    # state dependencies: same MCP, overlapping entities, at least one side writes
+    for j, b in enumerate(nodes):
+        for i in range(j):
+            a = nodes[i]
+            if a.task.mcp != b.task.mcp or not (a.task.writes or b.task.writes):
+                continue
+            shared = set(a.task.entities) & set(b.task.entities)
+            if (shared or not (a.task.entities or b.task.entities)) and not any(
+                e.source == a.id and e.target == b.id for e in edges
+            ):
+                edges.append(TaskEdge(source=a.id, target=b.id, kind=EdgeKind.STATE))
+    used = {n.task.mcp for n in nodes}
+    bindings = []
+    if binding is not None and len(used & set(binding.refs)) >= 1:
+        bindings.append(
+            binding.model_copy(
+                update={"refs": {m: t for m, t in binding.refs.items() if m in used}}
+            )
+        )
+    graph = TaskGraph(
+        id=state.graph_id,
+        objective=state.objective,
+        profile=state.profile,
+        nodes=nodes,
+        edges=edges,
+        bindings=bindings,
+    )
+    order = stable_order(graph)
+    return graph.model_copy(update={"order": order or []})
+
+
+def _home(binding: EntityBinding, chosen: list[AtomicTask], bundles: dict[str, BundleView]) -> str | None:
+    """The MCP the binding's values come from: `choose_binding` lists it first in `refs`."""
+    del chosen, bundles
+    return next(iter(binding.refs), None)
+
+
+# ----------------------------------------------------------------------------- strategies
+
+
+def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView]) -> TaskGraph:
+    binding = choose_binding(state.pool, bundles)
+    k = min(state.nodes_wanted, len(state.pool))
+
+    def touches(t: AtomicTask) -> int:
+        if binding is None or t.mcp not in binding.refs:
+            return 0
+        table = binding.refs[t.mcp]
+        b = bundles[t.mcp]
+        hit = any(
+            e == table and _binding_key(b, e, f) in binding.value
+            for e, f, _ in input_fields(t, b).values()
+        )
+        return 2 if hit else (1 if table in t.entities else 0)
+
+    def deletes_bound(t: AtomicTask) -> bool:
+        return (
+            binding is not None
+            and _op(t, bundles[t.mcp]) == "delete"
+            and binding.refs.get(t.mcp) in t.entities
+        )
+
+    ranked = sorted(state.pool, key=lambda t: (deletes_bound(t), -touches(t)))
+    chosen: list[AtomicTask] = []
+    for m in sorted({t.mcp for t in state.pool}):  # every MCP of the combination gets a node
+        first = next((t for t in ranked if t.mcp == m), None)
+        if first is not None and len(chosen) < k:
+            chosen.append(first)
+    for t in ranked:
+        if len(chosen) >= k:
+            break
+        if t not in chosen and all(c.tool_chain != t.tool_chain or c.mcp != t.mcp for c in chosen):
+            chosen.append(t)
+    mcp_rank = {
+        m: i
+        for i, m in enumerate(
+            sorted(
+                {t.mcp for t in chosen},
+                key=lambda m: (binding is None or m != _home(binding, chosen, bundles), m),
+            )
+        )
+    }
+    chosen.sort(key=lambda t: (_OP_RANK.get(_op(t, bundles[t.mcp]), 1), mcp_rank[t.mcp]))
+    return assemble(state, chosen, bundles, binding)
+
+
+class LLMNode(BaseModel):
+    task_id: str
+    upstream: dict[str, str] = Field(
+        default_factory=dict, description="input name -> 'n<k>.<output>' of an earlier node"
+    )
+
+
+class LLMGraphDraft(BaseModel):
+    nodes: list[LLMNode] = Field(
+        min_length=1, description="In execution order; node i gets id n<i+1>."
+    )
+    binding_key: str | None = Field(
+        default=None, description="The link key of the shared business object, if any."
+    )
+
+
+_SYSTEM = (
+    "You compose atomic tool-use tasks into one multi-step task for a single business objective. "
+    "Choose tasks from the candidate pool, order them so that information flows from earlier to later "
+    "tasks, and wire inputs to earlier outputs where one task needs what another retrieves."
+)
+
+
+def llm_proposal(
+    llm: BaseChatModel, state: CompositionState, bundles: dict[str, BundleView]
+) -> TaskGraph:
+    pool = [
+        {
+            "task_id": t.id,
+            "mcp": t.mcp,
+            "intent": t.intent,
+            "inputs": {i.name: i.value for i in t.inputs},
+            "outputs": t.outputs,
+        }
+        for t in state.pool
+    ]
+    prompt = (
+        f"Objective: {state.objective}\nUse exactly {state.nodes_wanted} tasks.\nCandidate pool: {pool}\n"
+        + (
+            f"Your previous graph had these problems: {[i.message for i in state.issues]}\n"
+            if state.issues
+            else ""
+        )
+    )
+    draft = ask_structured(llm, LLMGraphDraft, _SYSTEM, prompt, what="graph")
+    by_id = {t.id: t for t in state.pool}
+    chosen: list[AtomicTask] = []
+    for n in draft.nodes:
+        task = by_id.get(n.task_id)
+        if task is None:
+            # keep the wrong choice visible to the checks: a node with a task outside the selection
+            task = AtomicTask(
+                id=n.task_id, mcp=state.pool[0].mcp, intent="(unknown task)", tool_chain=[]
+            )
+        chosen.append(task)
+    binding = choose_binding([t for t in chosen if t.id in by_id], bundles)
+    sources: dict[tuple[int, str], tuple[int, str]] = {}
+    for idx, n in enumerate(draft.nodes):
+        for inp, ref in n.upstream.items():
+            node, _, out = ref.partition(".")
+            if node.startswith("n") and node[1:].isdigit():
+                sources[(idx, inp)] = (int(node[1:]) - 1, out)
+    graph = assemble(state, chosen, bundles, binding, sources=sources)
+    # upstream wiring the model asked for on inputs that are not aligned: apply it verbatim so
+    # that an impossible wiring (a later node, a missing outcome) reaches the checks
+    nodes = []
+    edges = list(graph.edges)
+    for idx, node in enumerate(graph.nodes):
+        inputs = []
+        for i in node.inputs:
+            src = sources.get((idx, i.name))
+            if src is not None and i.source != "upstream":
+                i = i.model_copy(
+                    update={
+                        "source": "upstream",
+                        "from_node": f"n{src[0] + 1}",
+                        "from_output": src[1],
+                    }
+                )
+                edges.append(
+                    TaskEdge(
+                        source=f"n{src[0] + 1}",
+                        target=node.id,
+                        kind=EdgeKind.INFORMATION,
+                        fields=[src[1]],
+                    )
+                )
+            inputs.append(i)
+        nodes.append(node.model_copy(update={"inputs": inputs}))
+    graph = graph.model_copy(update={"nodes": nodes, "edges": edges})
+    return graph.model_copy(update={"order": stable_order(graph) or []})
+
+
+# ----------------------------------------------------------------------------- graph
+
+
+def propose(
+    state: CompositionState, *, bundles: dict[str, BundleView], llm: BaseChatModel | None
+) -> dict[str, Any]:
+    if llm is None:
+        graph = programmatic_proposal(state, bundles)
+    else:
+        try:
+            graph = llm_proposal(llm, state, bundles)
+        except LLMOutputError as exc:
+            return {
+                "graph": None,
+                "attempts": state.attempts + 1,
+                "issues": [
+                    GraphIssue(kind="unsourced_input", message=f"composition output invalid: {exc}")
+                ],
+            }
+    return {"graph": graph, "attempts": state.attempts + 1}
+
+
+def check(state: CompositionState) -> dict[str, Any]:
+    if state.graph is None:
+        return {}
+    return {"issues": check_graph(state.graph, {t.id for t in state.pool})}
+
+
+def _route(state: CompositionState, *, llm: BaseChatModel | None) -> Literal["propose", "__end__"]:
+    if state.issues and llm is not None and state.attempts < state.max_attempts:
+        return "propose"
+    return END
+
+
+def build_composition_graph(
+    bundles: dict[str, BundleView], llm: BaseChatModel | None = None
+) -> Any:
+    """Compose one task graph; invoke with a `CompositionState` (pool = the sampled candidates)."""
+    g = StateGraph(CompositionState)
+    g.add_node("propose", partial(propose, bundles=bundles, llm=llm))
+    g.add_node("check", check)
+    g.add_edge(START, "propose")
+    g.add_edge("propose", "check")
+    g.add_conditional_edges("check", partial(_route, llm=llm), ["propose", END])
+    return g.compile()
+
+
+def compose_graph(
+    state: CompositionState, bundles: dict[str, BundleView], llm: BaseChatModel | None = None
+) -> CompositionState:
+    out = build_composition_graph(bundles, llm).invoke(state)
+    return CompositionState.model_validate(out)

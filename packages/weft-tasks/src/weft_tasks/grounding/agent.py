@@ -1,0 +1,343 @@
+"""The state-initialization agent: progressive state grounding in three rounds (paper §3.1.2).
+
+    entities -> relations -> context -> END        (each round followed by schema checks)
+
+(i) entity initialization puts in the target entities the graph's tasks act on (their fixture
+rows, re-grounded on the graph's entity bindings) and the rows they reference: the minimal
+executable state. (ii) relation completion adds the rows related to the targets: records that
+reference them and records of the same business object through its shared key (a customer's
+invoices). (iii) context enrichment adds historical records and distractors: other rows that do
+not impersonate a bound object. Target rows are protected: a later round (or a model) may never
+replace them, so entity correspondence and completion conditions are kept. The checks of the
+graph are never touched by grounding.
+
+A chat model, when given, proposes extra rows in every round; they pass the same schema checks
+and protection, so a wrong proposal is dropped with its reason.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, Field
+
+from weft_core.models import TaskGraph
+from weft_tasks.atomic._llm import ask_structured
+from weft_tasks.atomic.bundle import BundleView
+from weft_tasks.compose.links import link_key
+from weft_tasks.exceptions import LLMOutputError
+from weft_tasks.grounding.schema import Rows, check_rows
+
+ROUNDS = ("entities", "relations", "context")
+
+
+class GroundingState(BaseModel):
+    graph: TaskGraph
+    distractors: int = 3
+    rounds: list[dict[str, Rows]] = Field(
+        default_factory=list, description="Rows each round added, per MCP: rounds[i][mcp][table]."
+    )
+    issues: list[str] = Field(default_factory=list)
+    failed: str | None = Field(default=None, description="Why the state cannot be grounded.")
+
+    def rows(self, upto: int | None = None) -> dict[str, Rows]:
+        """Cumulative rows per MCP after round `upto` (all rounds by default)."""
+        out: dict[str, Rows] = {}
+        for added in self.rounds[: upto if upto is not None else len(self.rounds)]:
+            for mcp, tables in added.items():
+                for table, rows in tables.items():
+                    out.setdefault(mcp, {}).setdefault(table, []).extend(rows)
+        return out
+
+
+def _key(bundle: BundleView, table: str) -> str:
+    try:
+        return bundle.entities.entity(table).key
+    except KeyError:
+        return "id"
+
+
+def _present(
+    state_rows: dict[str, Rows], mcp: str, table: str, key: str
+) -> dict[Any, dict[str, Any]]:
+    return {r.get(key): r for r in state_rows.get(mcp, {}).get(table, [])}
+
+
+def _with_parents(
+    bundle: BundleView, table: str, row: dict[str, Any], have: set[tuple[str, Any]], out: Rows
+) -> None:
+    """Add `row` and, recursively, the seed rows it references, unless already present."""
+    key = _key(bundle, table)
+    if (table, row.get(key)) in have:
+        return
+    have.add((table, row.get(key)))
+    out.setdefault(table, []).append(dict(row))
+    try:
+        entity = bundle.entities.entity(table)
+    except KeyError:
+        return
+    for f in entity.fields:
+        if f.foreign_key and row.get(f.name) is not None:
+            ptable, _, pfield = f.foreign_key.partition(".")
+            pfield = pfield or _key(bundle, ptable)
+            parent = next((r for r in bundle.rows(ptable) if r.get(pfield) == row[f.name]), None)
+            if parent is not None:
+                _with_parents(bundle, ptable, parent, have, out)
+
+
+def _bound_values(graph: TaskGraph) -> set[str]:
+    return {v for b in graph.bindings for v in b.value.values() if isinstance(v, str)}
+
+
+def _accept(
+    state: GroundingState,
+    bundles: dict[str, BundleView],
+    proposed: dict[str, Rows],
+    *,
+    protect: bool,
+) -> tuple[dict[str, Rows], list[str]]:
+    """Schema-check proposed rows; with `protect`, drop rows that would replace a present row."""
+    current = state.rows()
+    accepted: dict[str, Rows] = {}
+    issues: list[str] = []
+    for mcp, tables in proposed.items():
+        bundle = bundles.get(mcp)
+        if bundle is None:
+            issues.append(f"{mcp}: not an MCP of this graph")
+            continue
+        ok, bad = check_rows(mcp, bundle.entities, tables)
+        issues += [f"{i.mcp}.{i.table}: {i.message}" for i in bad]
+        for table, rows in ok.items():
+            key = _key(bundle, table)
+            present = _present(current, mcp, table, key)
+            for row in rows:
+                k = row.get(key)
+                if protect and k is not None and k in present:
+                    if present[k] != row:
+                        issues.append(
+                            f"{mcp}.{table}: row {key}={k!r} would replace a target entity"
+                        )
+                    continue
+                accepted.setdefault(mcp, {}).setdefault(table, []).append(row)
+                present[k] = row
+    return accepted, issues
+
+
+def entities_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> dict[str, Any]:
+    """(i) target entities and the minimal executable state: the tasks' fixture rows, re-grounded
+    on the bindings by composition, with the rows they reference."""
+    added: dict[str, Rows] = {}
+    issues: list[str] = []
+    have: dict[str, set[tuple[str, Any]]] = {}
+    targets: dict[tuple[str, str, Any], dict[str, Any]] = {}
+    bound = _bound_values(state.graph)
+    for node in state.graph.nodes:
+        bundle = bundles[node.task.mcp]
+        for table, rows in node.task.seed_rows.items():
+            key = _key(bundle, table)
+            for row in rows:
+                slot = (node.task.mcp, table, row.get(key))
+                if slot in targets and targets[slot] != row:
+                    # the same object seen by two nodes: the one re-grounded on a binding wins
+                    # (the replay then shows whether the other node still holds)
+                    mine = sum(1 for v in row.values() if isinstance(v, str) and v in bound)
+                    theirs = sum(
+                        1 for v in targets[slot].values() if isinstance(v, str) and v in bound
+                    )
+                    if mine == theirs:
+                        return {
+                            "failed": f"{node.id}: target {table} {key}={row.get(key)!r} conflicts with another node's",
+                            "rounds": [added],
+                        }
+                    if mine < theirs:
+                        continue
+                targets[slot] = row
+                _with_parents(
+                    bundle,
+                    table,
+                    row,
+                    have.setdefault(node.task.mcp, set()),
+                    added.setdefault(node.task.mcp, {}),
+                )
+    # a fixture row wins over the same row reached as someone's parent (it may be re-grounded)
+    for mcp, tables in added.items():
+        key_of = {t: _key(bundles[mcp], t) for t in tables}
+        for table, rows in tables.items():
+            tables[table] = [targets.get((mcp, table, r.get(key_of[table])), r) for r in rows]
+    for mcp in {n.task.mcp for n in state.graph.nodes}:
+        added.setdefault(mcp, {})
+    ok, bad = _accept(GroundingState(graph=state.graph), bundles, added, protect=False)
+    issues += bad
+    if bad:
+        return {
+            "failed": "target entities fail the schema: " + "; ".join(bad[:3]),
+            "rounds": [ok],
+            "issues": issues,
+        }
+    for mcp in added:
+        ok.setdefault(mcp, {})
+    return {"rounds": [ok], "issues": issues}
+
+
+def relations_round(
+    state: GroundingState, *, bundles: dict[str, BundleView], per_target: int = 3
+) -> dict[str, Any]:
+    """(ii) rows related to the targets: records referencing them, and records carrying a bound
+    object's shared key (its history in this MCP)."""
+    current = state.rows()
+    bound = _bound_values(state.graph)
+    proposed: dict[str, Rows] = {}
+    for mcp, bundle in bundles.items():
+        have = {
+            (t, r.get(_key(bundle, t))) for t, rows in current.get(mcp, {}).items() for r in rows
+        }
+        out: Rows = {}
+        targets = {
+            (t, r.get(_key(bundle, t))) for t, rows in current.get(mcp, {}).items() for r in rows
+        }
+        for entity in bundle.entities.entities:
+            taken = 0
+            for row in bundle.rows(entity.name):
+                if taken >= per_target * max(1, len(targets)):
+                    break
+                refs_target = any(
+                    f.foreign_key and (f.foreign_key.split(".")[0], row.get(f.name)) in targets
+                    for f in entity.fields
+                )
+                shares_key = any(
+                    link_key(entity, f.name)
+                    and isinstance(row.get(f.name), str)
+                    and row[f.name] in bound
+                    for f in entity.fields
+                )
+                if (refs_target or shares_key) and (entity.name, row.get(entity.key)) not in have:
+                    _with_parents(bundle, entity.name, row, have, out)
+                    taken += 1
+        proposed[mcp] = out
+    accepted, issues = _accept(state, bundles, proposed, protect=True)
+    return {"rounds": [*state.rounds, accepted], "issues": state.issues + issues}
+
+
+def context_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> dict[str, Any]:
+    """(iii) historical records and distractors: other seed rows that do not impersonate a bound
+    object (no bound value in any of their fields) nor reuse a unique value already present."""
+    current = state.rows()
+    bound = _bound_values(state.graph)
+    proposed: dict[str, Rows] = {}
+    for mcp, bundle in bundles.items():
+        have = {
+            (t, r.get(_key(bundle, t))) for t, rows in current.get(mcp, {}).items() for r in rows
+        }
+        out: Rows = {}
+        for entity in bundle.entities.entities:
+            uniques = [f.name for f in entity.fields if f.unique]
+            used = {
+                (u, r.get(u)) for r in current.get(mcp, {}).get(entity.name, []) for u in uniques
+            }
+            n = 0
+            for row in bundle.rows(entity.name):
+                if n >= state.distractors:
+                    break
+                if (entity.name, row.get(entity.key)) in have:
+                    continue
+                if any(isinstance(v, str) and v in bound for v in row.values()):
+                    continue
+                if any((u, row.get(u)) in used for u in uniques):
+                    continue
+                _with_parents(bundle, entity.name, row, have, out)
+                n += 1
+        proposed[mcp] = out
+    accepted, issues = _accept(state, bundles, proposed, protect=True)
+    return {"rounds": [*state.rounds, accepted], "issues": state.issues + issues}
+
+
+class RowProposal(BaseModel):
+    """Rows a model adds in one grounding round: {mcp: {table: [row, ...]}}."""
+
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = Field(default_factory=dict)
+
+
+_GOALS = {
+    "entities": "the target entities and the minimal state the tasks need",
+    "relations": "related records and constraints around the target entities",
+    "context": "historical records and realistic distractors that do not impersonate the targets",
+}
+
+
+def llm_round(
+    state: GroundingState, *, bundles: dict[str, BundleView], llm: BaseChatModel, name: str
+) -> dict[str, Any]:
+    """Extra rows from the model for this round, kept only where they pass the checks."""
+    schema = {
+        m: b.entities.model_dump(mode="json", include={"entities"}) for m, b in bundles.items()
+    }
+    prompt = (
+        f"Task objective: {state.graph.objective}\nRound: {name} - add {_GOALS[name]}.\n"
+        f"Entity bindings: {[b.model_dump() for b in state.graph.bindings]}\n"
+        f"Schemas: {schema}\nRows so far: {state.rows()}\n"
+        "Never change an existing row. Answer with the rows to add."
+    )
+    try:
+        proposal = ask_structured(
+            llm,
+            RowProposal,
+            "You build realistic initial database states.",
+            prompt,
+            what="row proposal",
+        )
+    except LLMOutputError as exc:
+        return {"issues": [*state.issues, f"{name}: model proposal unusable: {exc}"]}
+    accepted, issues = _accept(state, bundles, proposal.rows, protect=True)
+    last = dict(state.rounds[-1]) if state.rounds else {}
+    for mcp, tables in accepted.items():
+        merged = {t: list(r) for t, r in last.get(mcp, {}).items()}
+        for t, rows in tables.items():
+            merged.setdefault(t, []).extend(rows)
+        last[mcp] = merged
+    rounds = [*state.rounds[:-1], last] if state.rounds else [last]
+    return {"rounds": rounds, "issues": state.issues + [f"{name} (model): {i}" for i in issues]}
+
+
+def _stop_if_failed(state: GroundingState, *, nxt: str) -> str:
+    return END if state.failed else nxt
+
+
+def build_grounding_graph(bundles: dict[str, BundleView], llm: BaseChatModel | None = None) -> Any:
+    """Ground one task graph; invoke with `GroundingState(graph=...)`. `bundles`: MCP -> bundle."""
+    g = StateGraph(GroundingState)
+    steps = [
+        ("entities", entities_round),
+        ("relations", relations_round),
+        ("context", context_round),
+    ]
+    prev = START
+    for name, fn in steps:
+        g.add_node(name, partial(fn, bundles=bundles))
+        last = name
+        if llm is not None:
+            g.add_node(f"{name}_model", partial(llm_round, bundles=bundles, llm=llm, name=name))
+            g.add_edge(name, f"{name}_model")
+            last = f"{name}_model"
+        if prev is START:
+            g.add_edge(START, name)
+        else:
+            g.add_conditional_edges(prev, partial(_stop_if_failed, nxt=name), [name, END])
+        prev = last
+    g.add_edge(prev, END)
+    return g.compile()
+
+
+def ground(
+    graph: TaskGraph,
+    bundles: dict[str, BundleView],
+    llm: BaseChatModel | None = None,
+    *,
+    distractors: int = 3,
+) -> GroundingState:
+    out = build_grounding_graph(bundles, llm).invoke(
+        GroundingState(graph=graph, distractors=distractors)
+    )
+    return GroundingState.model_validate(out)

@@ -1,0 +1,156 @@
+"""Reachability of a grounded state, and its registration as resettable initial snapshots.
+
+The reference solution of the whole graph is replayed through a real MegaMCP session group
+started from the candidate snapshots: nodes run in the graph's stable order, each node's inputs
+come from what the user gives, what its own calls retrieve and what upstream nodes output, and
+after each node its checks are verified server-side at that checkpoint. The state is reachable
+when every node's checkpoint passes. The final checks are the node checks that still hold on the
+frozen final state, so the final verification of any rollout asks what the reference achieved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from weft_core.models import Check, CheckOutcome, SnapshotRef, TaskGraph
+from weft_tasks.atomic.execution import run_calls
+from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256
+from weft_tasks.atomic.validation import checks_payload
+from weft_tasks.grounding.schema import SchemaIssue, build_db
+
+FINAL = "final"
+
+
+class NodeReplay(BaseModel):
+    node: str
+    passed: bool
+    outcomes: list[CheckOutcome] = Field(default_factory=list)
+    error: str | None = None
+
+
+class ReplayReport(BaseModel):
+    passed: bool
+    nodes: list[NodeReplay] = Field(default_factory=list)
+    final_passing: list[str] = Field(
+        default_factory=list, description="Ids of checks true at the end."
+    )
+    calls: int = 0
+
+    @property
+    def diagnostic(self) -> str:
+        for n in self.nodes:
+            if not n.passed:
+                why = n.error or "; ".join(
+                    f"{o.check_id}: {o.reason}" for o in n.outcomes if not o.passed
+                )
+                return f"node {n.node}: {why}"[:400]
+        return ""
+
+
+def bindings_payload(graph: TaskGraph) -> dict[str, Any]:
+    return {b.name: b.value for b in graph.bindings}
+
+
+def _pinned(checks: list[Check], mcp_ids: dict[str, str]) -> list[dict[str, Any]]:
+    out = checks_payload(checks)
+    for c in out:
+        if c.get("mcp") in mcp_ids:
+            c["mcp"] = mcp_ids[c["mcp"]]
+    return out
+
+
+async def replay(
+    client: Any,
+    registrar: Registrar,
+    graph: TaskGraph,
+    snapshots: dict[str, str],
+    bundle_paths: dict[str, Path],
+) -> ReplayReport:
+    """Run the graph's reference solution from `snapshots` (MCP -> snapshot URI) and verify every
+    checkpoint. Never raises for a task-level failure; that is the report."""
+    mcp_ids = {m: await registrar.mcp_id(p) for m, p in bundle_paths.items()}
+    every = [c for n in graph.nodes for c in n.checks]
+    verifier = {n.id: _pinned(n.checks, mcp_ids) for n in graph.nodes} | {
+        FINAL: _pinned(every, mcp_ids)
+    }
+    group = await client.create_group(
+        mcps={mcp_ids[m]: snapshots.get(m) for m in graph.mcps},
+        verifier=verifier,
+        task_id=graph.id,
+        bindings=bindings_payload(graph),
+    )
+    report = ReplayReport(passed=False)
+    caller = GroupCaller(client, group, mcp_ids)
+    try:
+        outputs: dict[str, dict[str, Any]] = {}
+        for node_id in graph.order:
+            node = graph.node(node_id)
+            env: dict[str, Any] = {}
+            for i in node.inputs:
+                if (
+                    i.source == "upstream"
+                    and i.from_node in outputs
+                    and i.from_output in outputs[i.from_node]
+                ):
+                    env[i.name] = outputs[i.from_node][i.from_output]
+                elif i.source != "retrieved":
+                    env[i.name] = i.value
+            run = await run_calls(caller, node.task.mcp, node.task.reference_calls, env)
+            if not run.ok:
+                report.nodes.append(NodeReplay(node=node_id, passed=False, error=run.diagnostic))
+                return report
+            outputs[node_id] = {k: run.env[k] for k in node.outcomes if k in run.env}
+            res = await client.checkpoint_verify(group, node_id)
+            report.nodes.append(
+                NodeReplay(
+                    node=node_id,
+                    passed=bool(res.passed) and not res.error,
+                    outcomes=list(res.outcomes),
+                    error=res.error,
+                )
+            )
+            if not report.nodes[-1].passed:
+                return report
+        await client.freeze(group)
+        final = await client.verify(group)
+        report.final_passing = [o.check_id for o in final.outcomes if o.passed]
+        report.passed = True
+        return report
+    finally:
+        report.calls = caller.calls
+        await client.close(group)
+
+
+def write_snapshots(
+    rows: dict[str, dict[str, list[dict[str, Any]]]], bundle_paths: dict[str, Path], folder: Path
+) -> tuple[dict[str, Path], list[SchemaIssue]]:
+    """One initial DB per MCP under `folder`, content-addressed (`<sha256>.sqlite`)."""
+    out: dict[str, Path] = {}
+    issues: list[SchemaIssue] = []
+    folder.mkdir(parents=True, exist_ok=True)
+    for mcp, bundle_path in bundle_paths.items():
+        tmp = folder / f".build-{mcp}-{id(rows)}.sqlite"
+        issues += build_db(mcp, bundle_path / "seed.sqlite", rows.get(mcp, {}), tmp)
+        sha = file_sha256(tmp)
+        final = folder / f"{sha}.sqlite"
+        if final.exists():
+            tmp.unlink()
+        else:
+            tmp.replace(final)
+        out[mcp] = final
+    return out, issues
+
+
+async def register_snapshots(
+    client: Any, registrar: Registrar, files: dict[str, Path], bundle_paths: dict[str, Path]
+) -> dict[str, SnapshotRef]:
+    """Store each initial DB in MegaMCP's object store; the refs go into `TaskGraph.initial_snapshots`."""
+    refs: dict[str, SnapshotRef] = {}
+    for mcp, path in files.items():
+        mcp_id = await registrar.mcp_id(bundle_paths[mcp])
+        uri = await client.put_snapshot(mcp_id, path)
+        refs[mcp] = SnapshotRef(mcp=mcp_id, uri=uri, sha256=path.stem)
+    return refs
