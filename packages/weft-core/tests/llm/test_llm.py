@@ -139,3 +139,10 @@ def test_settings_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_settings_fields_have_descriptions() -> None:
     assert all(f.description for f in WeftLLMSettings.model_fields.values())
+
+
+def test_openai_without_any_key_is_a_config_error() -> None:
+    with pytest.raises(ModelConfigError, match="WEFT_LLM_API_KEY"):
+        make_chat_model("openai:gpt-4o-mini")
+    model = make_chat_model(ModelConfig(provider="openai", model="gpt-4o-mini", api_key="sk-x"))
+    assert isinstance(model, openai.ChatOpenAI)

@@ -42,8 +42,12 @@ def _openai(config: ModelConfig) -> BaseChatModel:
     kwargs.update(config.extra)
     try:
         model: BaseChatModel = module.ChatOpenAI(model=config.model, **kwargs)
-    except (ValidationError, ValueError, TypeError) as exc:
-        raise ModelConfigError(f"model {config.spec!r}: cannot build ChatOpenAI: {exc}") from None
+    except Exception as exc:  # the client raises its own types (e.g. openai.OpenAIError: no key)
+        reason = " ".join(str(exc).split())
+        hint = " (set WEFT_LLM_API_KEY or OPENAI_API_KEY)" if "api_key" in reason.lower() else ""
+        raise ModelConfigError(
+            f"model {config.spec!r}: cannot build ChatOpenAI: {reason}{hint}"
+        ) from None
     return model
 
 
@@ -65,7 +69,7 @@ def _other(config: ModelConfig) -> BaseChatModel:
         model: BaseChatModel = chat_models.init_chat_model(
             config.model, model_provider=config.provider, **kwargs
         )
-    except (ImportError, ValidationError, ValueError, TypeError) as exc:
+    except Exception as exc:  # integrations raise their own types for missing packages or keys
         reason = " ".join(str(exc).split())  # one line: CLIs print it as is
         raise ModelConfigError(f"model {config.spec!r}: {reason}") from None
     return model
