@@ -1,0 +1,100 @@
+"""The `weft` command.
+
+    weft run CONFIG [--model SPEC] [--out DIR] [--quiet]   run the pipeline a TOML config describes
+    weft demo [--model SPEC] [--out DIR] [--quiet]         run it on examples/ (no model needed)
+
+Errors of the input (a bad config, a spec that matches nothing) and of the run are printed as one
+line; the exit code is 2 for input errors, 1 for runtime failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from weft.config import PipelineConfig, load_config
+from weft.errors import ConfigError
+from weft_core.exceptions import UserError, WeftError
+
+DEMO_CONFIG = Path("examples") / "pipeline.toml"
+
+
+def find_demo_config() -> Path:
+    """examples/pipeline.toml in the current folder or any parent, else next to this checkout."""
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / DEMO_CONFIG).exists():
+            return folder / DEMO_CONFIG
+    checkout = Path(__file__).resolve().parents[4] / DEMO_CONFIG
+    if checkout.exists():
+        return checkout
+    raise ConfigError(
+        f"no {DEMO_CONFIG} here or above {here}; run `weft demo` inside a Weft checkout"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="weft",
+        description="Weft: specs -> environments -> tasks -> rollouts -> verified traces.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_ in (
+        ("run", "run the pipeline of a TOML config"),
+        ("demo", "run the pipeline on examples/ with no model"),
+    ):
+        p = sub.add_parser(name, help=help_)
+        if name == "run":
+            p.add_argument("config", type=Path, help="pipeline TOML file")
+        p.add_argument(
+            "--model",
+            default=None,
+            help="chat model, e.g. 'openai:gpt-4o-mini' or 'vllm:Qwen/Qwen3-8B@http://host:8000/v1'",
+        )
+        p.add_argument(
+            "--out", type=Path, default=None, help="output folder (overrides the config)"
+        )
+        p.add_argument("--quiet", action="store_true", help="no progress bars or tables")
+    return parser
+
+
+def _configure(args: argparse.Namespace) -> PipelineConfig:
+    path = args.config if args.command == "run" else find_demo_config()
+    config = load_config(path)
+    if args.out is not None:
+        config.pipeline.out = str(args.out.resolve())
+    elif args.command == "demo":
+        config.pipeline.out = str((Path.cwd() / ".weft" / "demo").resolve())
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from weft_core.console import get_console, set_quiet
+
+    if args.quiet:
+        set_quiet(True)
+    console = get_console()
+    try:
+        config = _configure(args)
+        from weft.pipeline import run_pipeline
+        from weft.summary import print_summary
+
+        summary = asyncio.run(run_pipeline(config, model=args.model))
+        print_summary(summary)
+    except UserError as exc:
+        console.error(f"weft: {exc}")
+        return 2
+    except WeftError as exc:
+        console.error(f"weft: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        console.error("weft: interrupted; rerun the same command to resume")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

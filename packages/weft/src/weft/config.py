@@ -1,0 +1,172 @@
+"""The pipeline config: one TOML file (or the built-in demo) -> `PipelineConfig`.
+
+Relative paths in the file are relative to the file's folder. Every section is optional.
+
+    [pipeline]
+    specs = ["mcps/*.json"]     # spec files or globs (any format weft_core.loaders reads)
+    out = "../.weft/run"        # output folder (stages, traces, summary)
+    model = ""                  # "" = programmatic strategies; "openai:gpt-4o-mini", "vllm:MODEL@URL"
+    seed = 0
+
+    [envsynth]  rounds = 3, jobs = 1
+    [tasks]     budget = 3, n_tasks = 6, max_nodes = 4, profiles = []
+    [rollouts]  views = ["agentic/full", "simuser/partial"], harnesses = ["teacher", "react"],
+                samples = 1, concurrency = 4, simulator = "programmatic" | "llm"
+                [[rollouts.external]] name = "openclaw", command = ["openclaw-weft", "--agentic"]
+    [megamcp]   url = "" (embedded host), admin_token = ""
+"""
+
+from __future__ import annotations
+
+import glob
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from weft.errors import ConfigError
+from weft_core.models import Disclosure, ViewMode
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PipelineSection(_Section):
+    specs: list[str] = Field(default_factory=list, description="Spec files or glob patterns.")
+    out: str = Field(default=".weft/run", description="Output folder.")
+    model: str = Field(default="", description="Chat model spec; empty = programmatic strategies.")
+    seed: int = Field(default=0, description="Seed of every sampling step.")
+
+
+class EnvsynthSection(_Section):
+    rounds: int = Field(default=3, ge=1, description="Revision rounds per environment.")
+    jobs: int = Field(default=1, ge=1, description="Specs synthesized in parallel processes.")
+
+
+class TasksSection(_Section):
+    budget: int = Field(default=3, ge=1, description="Atomic-task synthesis rounds per MCP.")
+    n_tasks: int = Field(default=6, ge=1, description="Composed tasks to build.")
+    max_nodes: int = Field(default=4, ge=1, description="Most atomic tasks in one composed task.")
+    profiles: list[str] = Field(
+        default_factory=list, description="Composition profiles; empty = defaults."
+    )
+
+
+class ExternalHarness(_Section):
+    name: str = Field(description="Harness name used in `harnesses` and in traces.")
+    command: list[str] = Field(min_length=1, description="argv of the harness process.")
+    modes: list[ViewMode] = Field(
+        default_factory=lambda: [ViewMode.AGENTIC], description="Views it supports."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment for the process."
+    )
+
+
+class RolloutsSection(_Section):
+    views: list[str] = Field(
+        default_factory=lambda: ["agentic/full", "simuser/partial", "simuser/vague"],
+        description="Views as 'mode/disclosure'.",
+    )
+    harnesses: list[str] = Field(
+        default_factory=lambda: ["teacher", "react"],
+        description="'teacher', 'react' (needs a model, else it replays the reference policy), or external names.",
+    )
+    samples: int = Field(default=1, ge=1, description="Rollouts per task, view and harness.")
+    concurrency: int = Field(default=4, ge=1, description="Rollouts at the same time.")
+    simulator: Literal["programmatic", "llm"] = Field(
+        default="programmatic",
+        description="SimUser request writer ('llm' uses the pipeline model).",
+    )
+    max_infra_retries: int = Field(
+        default=3, ge=0, description="Physical retries after infrastructure failures."
+    )
+    external: list[ExternalHarness] = Field(
+        default_factory=list, description="Subprocess harnesses."
+    )
+
+    @field_validator("views")
+    @classmethod
+    def _views(cls, views: list[str]) -> list[str]:
+        for v in views:
+            mode, _, disclosure = v.partition("/")
+            try:
+                ViewMode(mode)
+                Disclosure(disclosure or "full")
+            except ValueError:
+                raise ValueError(
+                    f"view {v!r} must be 'agentic|simuser/vague|partial|full'"
+                ) from None
+        return views
+
+    def view_pairs(self) -> list[tuple[ViewMode, Disclosure]]:
+        out = []
+        for v in self.views:
+            mode, _, disclosure = v.partition("/")
+            out.append((ViewMode(mode), Disclosure(disclosure or "full")))
+        return out
+
+
+class MegaMCPSection(_Section):
+    url: str = Field(
+        default="", description="A running MegaMCP host; empty = embedded host in out/megamcp."
+    )
+    admin_token: str = Field(default="", description="Admin token of that host.")
+
+
+class PipelineConfig(_Section):
+    pipeline: PipelineSection = Field(default_factory=PipelineSection)
+    envsynth: EnvsynthSection = Field(default_factory=EnvsynthSection)
+    tasks: TasksSection = Field(default_factory=TasksSection)
+    rollouts: RolloutsSection = Field(default_factory=RolloutsSection)
+    megamcp: MegaMCPSection = Field(default_factory=MegaMCPSection)
+    base_dir: Path = Field(
+        default_factory=Path.cwd, exclude=True, description="Folder relative paths start from."
+    )
+
+    @property
+    def out_dir(self) -> Path:
+        return (self.base_dir / self.pipeline.out).resolve()
+
+    def spec_files(self) -> list[Path]:
+        """The spec files the patterns name, sorted and unique; a pattern matching nothing is an error."""
+        files: list[Path] = []
+        for pattern in self.pipeline.specs:
+            full = str(self.base_dir / pattern)
+            matches = (
+                sorted(glob.glob(full))
+                if glob.has_magic(full)
+                else ([full] if Path(full).exists() else [])
+            )
+            if not matches:
+                raise ConfigError(
+                    f"[pipeline].specs: {pattern!r} matches no file (relative to {self.base_dir})"
+                )
+            files += [Path(m).resolve() for m in matches]
+        if not files:
+            raise ConfigError("[pipeline].specs is empty: name at least one spec file")
+        return sorted(set(files))
+
+
+def parse_config(
+    data: dict[str, Any], *, base_dir: Path, source: str = "<config>"
+) -> PipelineConfig:
+    try:
+        return PipelineConfig.model_validate({**data, "base_dir": base_dir})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{source}: {loc}: {first['msg']}") from None
+
+
+def load_config(path: str | Path) -> PipelineConfig:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read config: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    return parse_config(data, base_dir=p.resolve().parent, source=str(p))

@@ -1,0 +1,113 @@
+"""The pipeline summary: what each stage produced, printed as tables and saved as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class MCPRow(BaseModel):
+    name: str
+    source: str
+    status: str
+    tools_certified: int = 0
+    tools_total: int = 0
+    atomic_tasks: int = 0
+    coverage: float = 0.0
+    reason: str | None = None
+
+
+class RolloutRow(BaseModel):
+    view: str
+    harness: str
+    rollouts: int
+    checkpoint_pass_rate: float
+    task_success_rate: float
+    tool_error_rate: float
+    infrastructure_failed: int = 0
+    infrastructure_retries: int = 0
+
+
+class PipelineSummary(BaseModel):
+    out_dir: str
+    model: str = "programmatic"
+    mcps: list[MCPRow] = Field(default_factory=list)
+    tasks_by_profile: dict[str, int] = Field(default_factory=dict)
+    composition_failures: list[str] = Field(default_factory=list)
+    rollouts: list[RolloutRow] = Field(default_factory=list)
+    traces: int = 0
+    traces_verified: int = Field(
+        default=0, description="Traces with a final verification that agree with their ledger."
+    )
+    trace_problems: list[str] = Field(default_factory=list)
+    traces_path: str | None = None
+    stages: dict[str, str] = Field(
+        default_factory=dict, description="Stage -> 'ran' | 'cached' | 'skipped: why'."
+    )
+    seconds: float = 0.0
+
+    @property
+    def mcps_certified(self) -> int:
+        return sum(1 for m in self.mcps if m.status == "certified")
+
+    def overall(self) -> dict[str, Any]:
+        n_cp = sum(r.rollouts for r in self.rollouts)
+        return {"rollouts": n_cp}
+
+
+def print_summary(summary: PipelineSummary) -> None:
+    from weft_core.console import get_console, summary_table
+
+    summary_table(
+        "MCP environments",
+        ["mcp", "status", "tools certified", "atomic tasks", "coverage"],
+        [
+            [
+                m.name,
+                m.status,
+                f"{m.tools_certified}/{m.tools_total}",
+                m.atomic_tasks,
+                f"{m.coverage:.0%}",
+            ]
+            for m in summary.mcps
+        ],
+    )
+    summary_table(
+        "Composed tasks by profile",
+        ["profile", "tasks"],
+        [[p, n] for p, n in sorted(summary.tasks_by_profile.items())] or [["(none)", 0]],
+    )
+    summary_table(
+        "Rollouts by view and harness",
+        [
+            "view",
+            "harness",
+            "rollouts",
+            "checkpoint pass",
+            "task success",
+            "tool-error rate",
+            "infra retries",
+        ],
+        [
+            [
+                r.view,
+                r.harness,
+                r.rollouts,
+                f"{r.checkpoint_pass_rate:.0%}",
+                f"{r.task_success_rate:.0%}",
+                f"{r.tool_error_rate:.1%}",
+                r.infrastructure_retries,
+            ]
+            for r in summary.rollouts
+        ],
+    )
+    console = get_console()
+    console.print(
+        f"MCPs certified: {summary.mcps_certified}/{len(summary.mcps)}  |  composed tasks: "
+        f"{sum(summary.tasks_by_profile.values())}  |  traces verified against their ledger: "
+        f"{summary.traces_verified}/{summary.traces}  |  {summary.seconds:.0f}s"
+    )
+    console.print("stages: " + ", ".join(f"{k} {v}" for k, v in summary.stages.items()))
+    if summary.traces_path:
+        console.print(f"traces: {summary.traces_path}")
