@@ -72,11 +72,15 @@ def _configure(args: argparse.Namespace) -> PipelineConfig:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from weft_core.console import get_console, set_quiet
+    from weft_core.console import set_quiet
 
     if args.quiet:
         set_quiet(True)
-    console = get_console()
+
+    def fail(message: str) -> None:
+        # One unwrapped line, whatever the terminal width (rich would wrap it).
+        print(" ".join(message.split()), file=sys.stderr)
+
     try:
         config = _configure(args)
         from weft.pipeline import run_pipeline
@@ -85,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         summary = asyncio.run(run_pipeline(config, model=args.model))
         print_summary(summary)
     except UserError as exc:
-        console.error(f"weft: {exc}")
+        fail(f"weft: {exc}")
         return 2
     except WeftError as exc:
-        console.error(f"weft: {exc}")
+        fail(f"weft: {exc}")
         return 1
     except KeyboardInterrupt:
-        console.error("weft: interrupted; rerun the same command to resume")
+        fail("weft: interrupted; rerun the same command to resume")
         return 130
     return 0
 

@@ -1,0 +1,60 @@
+from pathlib import Path
+
+import pytest
+
+from weft.cli import main
+from weft.config import load_config
+from weft.errors import ConfigError
+from weft_core.models import Disclosure, ViewMode
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "p.toml"
+    p.write_text(text)
+    return p
+
+
+def test_example_config_loads_and_resolves_specs():
+    config = load_config(REPO / "examples" / "pipeline.toml")
+    specs = config.spec_files()
+    assert specs and all(s.suffix == ".json" and s.exists() for s in specs)
+    assert config.rollouts.view_pairs()[0] == (ViewMode.AGENTIC, Disclosure.FULL)
+    assert config.out_dir == (REPO / ".weft" / "run").resolve()
+
+
+def test_defaults_and_relative_paths(tmp_path):
+    (tmp_path / "a.json").write_text("{}")
+    config = load_config(_write(tmp_path, '[pipeline]\nspecs = ["a.json"]\nout = "o"\n'))
+    assert config.spec_files() == [(tmp_path / "a.json").resolve()]
+    assert config.out_dir == (tmp_path / "o").resolve()
+    assert config.rollouts.harnesses == ["teacher", "react"]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('[rollouts]\nviews = ["agentic/loud"]\n', "rollouts.views"),
+        ("[rollouts]\nconcurrency = 0\n", "rollouts.concurrency"),
+        ("[pipeline]\nspecz = []\n", "pipeline.specz"),
+        ("[pipeline\n", "not valid TOML"),
+    ],
+)
+def test_bad_configs_name_the_key(tmp_path, text, fragment):
+    with pytest.raises(ConfigError, match=fragment.replace(".", r"\.")):
+        load_config(_write(tmp_path, text))
+
+
+def test_specs_that_match_nothing_are_a_clear_error(tmp_path):
+    config = load_config(_write(tmp_path, '[pipeline]\nspecs = ["nope/*.json"]\n'))
+    with pytest.raises(ConfigError, match="matches no file"):
+        config.spec_files()
+
+
+def test_cli_prints_one_line_and_exit_code_2_for_input_errors(tmp_path, capsys):
+    code = main(["run", str(_write(tmp_path, "[rollouts]\nviews = ['x/y']\n")), "--quiet"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("weft: ") and "rollouts.views" in err[0]
+    assert main(["run", str(tmp_path / "missing.toml"), "--quiet"]) == 2
