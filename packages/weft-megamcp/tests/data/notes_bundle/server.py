@@ -106,6 +106,14 @@ def create_server() -> FastMCP:
         raise RuntimeError(f"cannot open {current_binding().db_path} (workspace {current_binding().workspace})")
 
     @mcp.tool
+    def slow_add(name: str, email: str, seconds: float = 1.0) -> dict:
+        """Wait, then create a contact (lets tests interrupt a call in flight)."""
+        import time
+
+        time.sleep(min(seconds, 30.0))
+        return add_contact(name, email)
+
+    @mcp.tool
     def purge_all() -> str:
         """Uncertified: the host must not expose it."""
         with Session(_engine()) as s:

@@ -1,0 +1,77 @@
+"""N-process mode: a prefork master routing to forked workers; a killed worker is replaced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import httpx
+import pytest
+
+from weft_megamcp.client import MegaMCPClient
+from weft_megamcp.host import MegaMCPHost
+from weft_megamcp.settings import MegaMCPSettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def _workers(host: MegaMCPHost) -> list[dict]:
+    async with httpx.AsyncClient() as http:
+        resp = await http.get(
+            f"{host.url}/admin/workers", headers={"Authorization": f"Bearer {host.admin_token}"}
+        )
+        resp.raise_for_status()
+        return resp.json()
+
+
+async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, bundle_dir):
+    settings = MegaMCPSettings(data_dir=tmp_path / "mm", workers=2, admin_token="admin-token-xyz")
+    async with (
+        MegaMCPHost.running(settings) as host,
+        MegaMCPClient(host.url, host.admin_token) as client,
+    ):
+        rec = await client.register(bundle_dir)
+        groups = [await client.create_group([rec.mcp_id]) for _ in range(3)]
+        workers = await _workers(host)
+        assert len(workers) == 2 and all(w["alive"] for w in workers)
+        assert {w["pid"] for w in workers}.isdisjoint({os.getpid(), host.pid})
+        for i, g in enumerate(groups):
+            r = await client.call_tool(
+                g, rec.mcp_id, "add_contact", {"name": f"w{i}", "email": f"{i}@x.y"}
+            )
+            assert not r.is_error, r.text
+        # Kill -9 the worker of group 0 while a call is in flight.
+        victim = next(w for w in workers if w["groups"] >= 1)
+        inflight = asyncio.create_task(
+            client.call_tool(
+                groups[0], rec.mcp_id, "slow_add", {"name": "mid", "email": "m@x.y", "seconds": 5}
+            )
+        )
+        await asyncio.sleep(1.0)
+        os.kill(victim["pid"], signal.SIGKILL)
+        with pytest.raises(Exception):  # noqa: B017 - the in-flight request fails; which error depends on timing
+            res = await inflight
+            if res.is_error:
+                raise RuntimeError(res.text)
+        # Every group still works, with the writes committed before the kill.
+        for i, g in enumerate(groups):
+            fresh = MegaMCPClient(host.url, host.admin_token)
+            try:
+                res = await fresh.call_tool(g, rec.mcp_id, "list_contacts")
+            finally:
+                await fresh.aclose()
+            assert not res.is_error, res.text
+            names = [c["name"] for c in res.structured["result"]]
+            assert f"w{i}" in names
+        after = await _workers(host)
+        assert len(after) == 2 and all(w["alive"] for w in after)
+        assert victim["pid"] not in {w["pid"] for w in after}
+        ledger = await client.ledger(groups[0])
+        assert ledger[rec.mcp_id][0].tool == "add_contact"
+        snap = await client.snapshot(groups[1])
+        forks = await client.fork(groups[1], 2)
+        for f in forks:
+            assert "w1" in (await client.call_tool(f, rec.mcp_id, "list_contacts")).text
+        await client.restore(groups[1], snap)
+        await client.close(groups[2])
