@@ -242,3 +242,18 @@ def test_not_tools_and_junk_descriptions() -> None:
     assert rejected[0].name == "Optional Settings" and "not a tool" in rejected[0].reason
     assert tools[0].description == "Search code."
     assert any("scraped page text" in w for w in warnings)
+
+
+def test_root_type_list_with_object_is_narrowed() -> None:
+    raw = [
+        {
+            "name": "t",
+            "description": "d",
+            "inputSchema": {"type": ["object", "null"], "properties": {}},
+        }
+    ]
+    tools, _, warnings = normalize_tools(raw)
+    assert tools[0].input_schema["type"] == "object"
+    assert any("narrowed to 'object'" in w for w in warnings)
+    _, rejected, _ = normalize_tools([{"name": "u", "inputSchema": {"type": ["string", "null"]}}])
+    assert "must be an object" in rejected[0].reason

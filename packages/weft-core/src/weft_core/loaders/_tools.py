@@ -196,10 +196,10 @@ def _input_schema(entry: dict[str, Any], opts: ToolOptions, tool: str, warn: Any
         schema = normalize_schema(raw, warn=lambda m: warn(f"input schema {m}"))
     except SchemaRejected as exc:
         raise ToolRejected(f"input schema: {exc.reason}") from None
-    return _as_object_schema(schema)
+    return _as_object_schema(schema, warn)
 
 
-def _as_object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _as_object_schema(schema: dict[str, Any], warn: Any) -> dict[str, Any]:
     declared = schema.get("type")
     if declared is None:
         schema = {"type": "object", **schema}
@@ -208,6 +208,7 @@ def _as_object_schema(schema: dict[str, Any]) -> dict[str, Any]:
             raise ToolRejected(
                 f"input schema has type {declared!r}; tool arguments must be an object"
             )
+        warn(f"input schema type {declared!r} narrowed to 'object' (arguments are an object)")
         schema["type"] = "object"
     elif declared != "object":
         raise ToolRejected(f"input schema has type {declared!r}; tool arguments must be an object")
