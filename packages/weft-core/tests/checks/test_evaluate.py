@@ -637,3 +637,16 @@ def test_all_malformed_checks_are_reported_at_once(shop: Evidence) -> None:
 def test_non_check_object_is_refused(shop: Evidence) -> None:
     with pytest.raises(CheckError, match="not a check"):
         evaluate([42], shop)  # type: ignore[list-item]
+
+
+def test_check_set_with_its_own_bindings(shop: Evidence) -> None:
+    from weft_core.models import CheckSet
+
+    check = {
+        "kind": "row_exists",
+        "table": "order",
+        "where": {"id": {"$binding": "order.id"}, "status": "shipped"},
+    }
+    verifier = CheckSet(name="ship", checks=[check], bindings={"order": {"id": 10}})
+    assert evaluate(verifier, shop).passed
+    assert not evaluate(verifier, shop, {"order": {"id": 11}}).passed  # task bindings win

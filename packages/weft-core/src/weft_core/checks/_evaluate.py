@@ -30,6 +30,7 @@ from weft_core.models.check import (
     CallMade,
     Check,
     CheckOutcome,
+    CheckSet,
     DiffContains,
     EvaluationResult,
     FieldEquals,
@@ -476,19 +477,23 @@ def _bindings_map(bindings: Bindings | None) -> dict[str, Any]:
 
 
 def evaluate(
-    checks: Sequence[AnyCheck | Mapping[str, Any]],
+    checks: Sequence[AnyCheck | Mapping[str, Any]] | CheckSet,
     evidence: Evidence | Mapping[str, Evidence],
     bindings: Bindings | None = None,
 ) -> EvaluationResult:
     """Evaluate every check against the evidence, in order, deterministically.
 
-    `evidence` is one `Evidence` or a mapping MCP id -> Evidence (a check's `mcp` selects one;
+    `checks` may be a CheckSet, whose bindings apply under any given here. `evidence` is one `Evidence` or a mapping MCP id -> Evidence (a check's `mcp` selects one;
     None is allowed when there is one). `bindings` maps binding names to values (or is the task's
     EntityBinding list); `{"$binding": "customer.email"}` reads `bindings["customer"]["email"]`.
     Data problems (unknown binding, table, column or MCP, missing evidence, an ambiguous
     field_equals) fail that check with a reason; a malformed check raises CheckError before
     anything is evaluated.
     """
+    if isinstance(checks, CheckSet):
+        # A stored verifier carries its own bindings; explicit ones (the task's) take precedence.
+        bindings = {**checks.bindings, **_bindings_map(bindings)}
+        checks = checks.checks
     parsed = parse_checks(checks)
     resolved = _bindings_map(bindings)
     outcomes: list[CheckOutcome] = []
