@@ -66,6 +66,7 @@ class HostedSession:
     initial_uri: str | None
     initial_sha: str | None
     state_version: int = 0
+    dedicated: bool = False  # served by its own process (command servers, screen failures)
     ledger: SessionLedger = field(init=False)
     lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
 
@@ -106,6 +107,7 @@ class HostedSession:
             "initial_uri": self.initial_uri,
             "initial_sha": self.initial_sha,
             "state_version": self.state_version,
+            "dedicated": self.dedicated,
         }
 
     @classmethod
@@ -122,6 +124,7 @@ class HostedSession:
             initial_uri=data.get("initial_uri"),
             initial_sha=data.get("initial_sha"),
             state_version=int(data.get("state_version", 0)),
+            dedicated=bool(data.get("dedicated", False)),
         )
 
 

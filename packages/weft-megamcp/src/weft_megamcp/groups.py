@@ -118,7 +118,7 @@ class GroupManager:
     # ---- lookup -------------------------------------------------------------------------------
 
     def runtime(self, session: HostedSession) -> ServerRuntime:
-        return self.commands if session.kind == MCPKind.COMMAND else self.modules
+        return self.commands if session.dedicated else self.modules
 
     def get(self, group_id: str) -> HostedGroup:
         group = self.groups.get(group_id)
@@ -195,6 +195,8 @@ class GroupManager:
                     root=root / record.mcp_id,
                     initial_uri=uri,
                     initial_sha=sha,
+                    dedicated=record.kind == MCPKind.COMMAND
+                    or record.metadata.get("screen", {}).get("tier") == "dedicated_process",
                 )
                 if src is not None:
                     shutil.copyfile(src, session.db_path)  # the measured fast path: a plain copy
@@ -519,6 +521,7 @@ class GroupManager:
                         root=root / m,
                         initial_uri=s.initial_uri,
                         initial_sha=s.initial_sha,
+                        dedicated=s.dedicated,
                         state_version=s.state_version,
                     )
                     for m, s in group.sessions.items()
@@ -557,7 +560,7 @@ class GroupManager:
             for g in self.groups.values()
             if g.runtime == RuntimeState.LOADED
             for s in g.sessions.values()
-            if s.kind != MCPKind.COMMAND
+            if not s.dedicated
         }
         self.modules.unload_unused(in_use)
 

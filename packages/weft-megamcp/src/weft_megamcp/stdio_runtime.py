@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import Tool, ToolResult
 
 from weft_megamcp._session import HostedSession
-from weft_megamcp.registry import MCPRecord, Registry
+from weft_megamcp.registry import MCPKind, MCPRecord, Registry
 
 _SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
 
@@ -82,8 +83,22 @@ class CommandRuntime:
             if proc is not None:
                 return proc
             rec = self.record(session.mcp_id, session.version)
-            argv = json.loads(rec.entry)
-            env = {str(k): str(v) for k, v in (rec.metadata.get("env") or {}).items()}
+            if rec.kind == MCPKind.COMMAND:
+                argv = json.loads(rec.entry)
+                env = {str(k): str(v) for k, v in (rec.metadata.get("env") or {}).items()}
+            else:
+                folder = self.registry.source_folder(rec)
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "weft_megamcp._module_stdio",
+                    str(folder),
+                    rec.entry,
+                    rec.mcp_id,
+                    str(rec.version),
+                    rec.source_hash[:10],
+                ]
+                env = {}
             stack = AsyncExitStack()
             client: Client[Any] = Client(_transport(argv, env, session.workspace, session.db_path))
             await stack.enter_async_context(client)
@@ -91,8 +106,14 @@ class CommandRuntime:
             self._procs[session.session_id] = proc
             return proc
 
+    def _allowed(self, rec: MCPRecord) -> set[str]:
+        names = {t.name for t in rec.tools}
+        certified = rec.metadata.get("certified_tools") if rec.kind == MCPKind.BUNDLE else None
+        return names & set(certified) if certified else names
+
     async def list_tools(self, session: HostedSession) -> list[Tool]:
         rec = self.record(session.mcp_id, session.version)
+        allowed = self._allowed(rec)
         return [
             Tool(
                 name=t.name,
@@ -101,13 +122,14 @@ class CommandRuntime:
                 output_schema=t.output_schema,
             )
             for t in rec.tools
+            if t.name in allowed
         ]
 
     async def call_tool(
         self, session: HostedSession, tool: str, arguments: dict[str, Any]
     ) -> ToolResult:
         rec = self.record(session.mcp_id, session.version)
-        if tool not in {t.name for t in rec.tools}:
+        if tool not in self._allowed(rec):
             raise FastMCPNotFound(f"Unknown tool: {tool!r}")
         proc = await self._proc(session)
         try:

@@ -1,0 +1,49 @@
+"""The stronger tier: screen-failing modules and stdio commands get one process per session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from weft_megamcp.client import MegaMCPClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+DATA = Path(__file__).parent / "data"
+
+
+async def test_screen_failing_module_runs_one_process_per_session(client: MegaMCPClient):
+    rec = await client.register(DATA / "global_counter.py")
+    assert rec.metadata["screen"]["tier"] == "dedicated_process", rec.metadata["screen"]
+    a = await client.create_group([rec.mcp_id])
+    b = await client.create_group([rec.mcp_id])
+    assert [
+        (await client.call_tool(a, rec.mcp_id, "bump")).structured["result"] for _ in range(3)
+    ] == [1, 2, 3]
+    # Session B has its own process: the global counter of A is not visible.
+    assert (await client.call_tool(b, rec.mcp_id, "bump")).structured["result"] == 1
+
+
+async def test_stdio_command_server(client: MegaMCPClient):
+    rec = await client.register_command(
+        [sys.executable, str(DATA / "stdio_notes.py")], name="stdio_notes"
+    )
+    assert rec.kind == "command" and {t.name for t in rec.tools} == {"note", "read"}
+    a = await client.create_group([rec.mcp_id])
+    b = await client.create_group([rec.mcp_id])
+    assert (
+        await client.call_tool(a, rec.mcp_id, "note", {"name": "x.txt", "text": "from a"})
+    ).text == "call 1"
+    assert (
+        await client.call_tool(b, rec.mcp_id, "note", {"name": "x.txt", "text": "from b"})
+    ).text == "call 1"
+    assert (await client.call_tool(a, rec.mcp_id, "read", {"name": "x.txt"})).text == "from a"
+    bad = await client.call_tool(a, rec.mcp_id, "note", {"name": "../x", "text": "no"})
+    assert bad.is_error and "bad note name" in bad.text and "/tmp" not in bad.text
+    missing = await client.call_tool(a, rec.mcp_id, "nope", {})
+    assert missing.is_error and "Unknown tool" in missing.text
+    snap = await client.snapshot(a)  # stops the process; files are copied
+    await client.call_tool(a, rec.mcp_id, "note", {"name": "x.txt", "text": "changed"})
+    await client.restore(a, snap)
+    assert (await client.call_tool(a, rec.mcp_id, "read", {"name": "x.txt"})).text == "from a"
