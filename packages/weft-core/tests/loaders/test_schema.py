@@ -127,15 +127,15 @@ def test_unresolvable_and_external_refs_are_rejected_with_location() -> None:
 
 
 def test_ref_explosion_is_bounded() -> None:
-    # Each level references the next twice: 2**30 nodes if fully inlined.
-    defs = {
+    # Each level references the next four times: 4**10 nodes if fully inlined.
+    defs: dict[str, Any] = {
         f"L{i}": {
             "type": "object",
-            "properties": {"l": {"$ref": f"#/$defs/L{i + 1}"}, "r": {"$ref": f"#/$defs/L{i + 1}"}},
+            "properties": {k: {"$ref": f"#/$defs/L{i + 1}"} for k in "abcd"},
         }
-        for i in range(30)
+        for i in range(10)
     }
-    defs["L30"] = {"type": "string"}
+    defs["L10"] = {"type": "string"}
     with pytest.raises(SchemaRejected, match="too large"):
         norm({"type": "object", "properties": {"x": {"$ref": "#/$defs/L0"}}, "$defs": defs})
 
@@ -409,3 +409,14 @@ def test_boolean_schemas_through_refs() -> None:
         norm({"$ref": "#/$defs/No", "$defs": {"No": False}})
     with pytest.raises(SchemaRejected, match="points at a string"):
         norm({"type": "object", "properties": {"a": {"$ref": "#/$defs/S"}}, "$defs": {"S": "str"}})
+
+
+def test_long_ref_alias_chain_is_rejected_not_a_crash() -> None:
+    defs: dict[str, Any] = {f"A{i}": {"$ref": f"#/$defs/A{i + 1}"} for i in range(5000)}
+    defs["A5000"] = {"type": "string"}
+    with pytest.raises(SchemaRejected, match="nested deeper"):
+        norm({"type": "object", "properties": {"x": {"$ref": "#/$defs/A0"}}, "$defs": defs})
+    short = {f"A{i}": {"$ref": f"#/$defs/A{i + 1}"} for i in range(5)}
+    short["A5"] = {"type": "string"}
+    out, _ = norm({"type": "object", "properties": {"x": {"$ref": "#/$defs/A0"}}, "$defs": short})
+    assert out["properties"]["x"] == {"type": "string"}

@@ -62,7 +62,7 @@ _SUBSCHEMA_MAPS = ("patternProperties", "dependentSchemas")
 # Containers of definitions: they only exist to be referenced, so they go once refs are inlined.
 _DEFINITION_KEYS = ("$defs", "definitions")
 
-DEFAULT_MAX_DEPTH = 48
+DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_NODES = 20_000
 
 
@@ -209,7 +209,8 @@ class _Normalizer:
             raise SchemaRejected(f"{path}: $ref {ref!r} points at a {_kind(target)}, not a schema")
         merged = {k: v for k, v in target.items() if k not in _DEFINITION_KEYS}
         merged.update(siblings)
-        return self.schema(merged, path, (*stack, ref), depth)
+        # Each hop counts as a level so a long alias chain cannot exhaust Python's stack.
+        return self.schema(merged, path, (*stack, ref), depth + 1)
 
     # -- one schema node ----------------------------------------------------------------------
 
@@ -221,7 +222,8 @@ class _Normalizer:
                 f"schema too large after inlining $refs (over {self.max_nodes} nodes)"
             )
         if depth > self.max_depth:
-            raise SchemaRejected(f"{path}: schema nested deeper than {self.max_depth} levels")
+            where = path if len(path) <= 80 else path[:60] + "…" + path[-20:]
+            raise SchemaRejected(f"{where}: schema nested deeper than {self.max_depth} levels")
         if isinstance(node, bool):
             return node
         if not isinstance(node, dict):
