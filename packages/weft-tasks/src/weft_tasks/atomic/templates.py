@@ -93,6 +93,37 @@ def _entity(bundle: BundleView, name: str | None) -> Entity | None:
         return None
 
 
+def _words_field(entity: Entity) -> EntityField | None:
+    """The field a free-text search most likely matches: a name or title before codes."""
+    strings = [
+        f
+        for f in entity.fields
+        if f.type == "string" and f.name != entity.key and not f.foreign_key
+    ]
+    for hint in ("name", "title", "subject", "label"):
+        for f in strings:
+            if hint in f.name:
+                return f
+    return natural_key(entity)
+
+
+def _ref(bundle: BundleView, m: Any, default: Entity | None) -> tuple[Entity | None, str | None]:
+    """The entity and field an argument's value comes from. A reference argument mapped onto a
+    foreign-key field (deal.customer_id) takes its value from the referenced row (customer)."""
+    target = _entity(bundle, m.entity) if m.entity else default
+    fname = m.field
+    if target is not None and fname and m.role in ("reference", "filter"):
+        try:
+            fk = target.field(fname).foreign_key
+        except KeyError:
+            fk = None
+        if fk and (m.role == "reference" or target is not default):
+            parent = _entity(bundle, fk)
+            if parent is not None:
+                return parent, fk.partition(".")[2] or parent.key
+    return target, fname
+
+
 def _spec(bundle: BundleView, tool: str) -> ToolSpec | None:
     try:
         return bundle.spec.tool(tool)
@@ -255,11 +286,35 @@ def _args_for(
     for name, schema in spec.properties.items():
         m = mappings.get(name)
         required = name in spec.required
-        target = _entity(bundle, m.entity) if m and m.entity else entity
+        target, fname = _ref(bundle, m, entity) if m else (entity, None)
         row = rows.get(target.name) if target else None
-        fname = m.field if m and m.field else None
+        own = rows.get(entity.name) if entity is not None else None
         if name in overrides:
             args[name] = overrides[name]
+        elif (
+            m
+            and m.role == "reference"
+            and contract.operation in ("update", "action")
+            and entity is not None
+            and target is not entity
+            and m.field
+            and own is not None
+        ):
+            # re-pointing a reference (assign a ticket to an employee) is the change itself
+            choices = [r for r in bundle.rows(target.name) if r.get(fname) != own.get(m.field)]  # type: ignore[union-attr]
+            if not choices:
+                continue
+            pick = choices[salt % len(choices)]
+            _fk_rows(bundle, b, target, pick)  # type: ignore[arg-type]
+            new_values[m.field] = pick[fname]  # type: ignore[index]
+            args[name] = b.given(
+                name, pick[fname], f"{target.name}.{fname} of {_label(target, pick)}"
+            )  # type: ignore[union-attr,index]
+        elif m and m.role == "filter" and not fname and target is not None and row is not None:
+            words = _words_field(target)
+            if words is None or row.get(words.name) is None:
+                continue
+            args[name] = b.given(name, row[words.name], f"words to find {_label(target, row)}")
         elif m and m.role in ("key", "reference", "filter") and row is not None and fname in row:
             args[name] = b.given(
                 name, row[fname], f"{target.name}.{fname} of {_label(target, row)}"
@@ -352,13 +407,11 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
 
     # Rows for every entity the arguments reference (e.g. the customer of a new order).
     for m in contract.mappings:
-        if (
-            m.role in ("reference", "filter", "key")
-            and m.entity
-            and m.entity != (entity.name if entity else None)
-        ):
-            other = _entity(bundle, m.entity)
-            r = _rows(bundle, other, variant) if other else None
+        if m.role not in ("reference", "filter", "key"):
+            continue
+        other, _ = _ref(bundle, m, entity)
+        if other is not None and other is not entity:
+            r = _rows(bundle, other, variant)
             if other and r is not None:
                 rows[other.name] = r
                 _fk_rows(bundle, b, other, r)
@@ -378,6 +431,8 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
             refs = _referenced_keys(bundle, entity)
             pred = lambda r, refs=refs: r.get(entity.key) not in refs  # noqa: E731
         row = _rows(bundle, entity, variant, pred)
+        if row is None and op == "delete":
+            return _create_then_delete(bundle, contract, variant)
         if row is None:
             return None
         rows[entity.name] = row
@@ -392,7 +447,7 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
     if compound and op == "create":
         # A new object that references another (a ticket of a requester) finds it first.
         for m in contract.mappings:
-            parent = _entity(bundle, m.entity) if m.role == "reference" else None
+            parent = _ref(bundle, m, entity)[0] if m.role == "reference" else None
             if parent is not None and parent.name in rows and _finder(bundle, parent):
                 template = _add_finder(bundle, b, parent, rows[parent.name], salt)
                 if template:
@@ -515,68 +570,138 @@ def _allowed(contract: ToolContract) -> list[AllowedChange]:
     return [AllowedChange(table=t) for t in sorted(tables)]
 
 
+def _create_then_delete(bundle: BundleView, contract: ToolContract, variant: int) -> Draft | None:
+    """Every row is still referenced: create a fresh one and delete that."""
+    entity = _entity(bundle, contract.entity)
+    creator = next(
+        (
+            c
+            for c in bundle.contracts.contracts
+            if c.operation == "create"
+            and c.entity == contract.entity
+            and c.tool in bundle.certified_tools
+        ),
+        None,
+    )
+    key_arg = next((m.argument for m in contract.mappings if m.role == "key"), None)
+    if entity is None or creator is None or key_arg is None or variant > 0:
+        return None
+    made = draft_for_tool(bundle, creator.tool, variant, compound=False)
+    if made is None or not made.calls or entity.key not in made.calls[-1].bind:
+        return None
+    where = next((c.where for c in made.checks if isinstance(c, RowExists)), None)
+    if not where:
+        return None
+    calls = [
+        *made.calls,
+        ReferenceCall(tool=contract.tool, arguments={key_arg: "{{" + entity.key + "}}"}),
+    ]
+    return Draft(
+        intent=made.intent.replace("Create", "Create", 1) + ", then delete it again",
+        tool_chain=[*made.tool_chain, contract.tool],
+        inputs=made.inputs,
+        calls=calls,
+        checks=[
+            RowAbsent(table=entity.name, where=where),
+            CallMade(tool=contract.tool),
+            NoOtherChanges(allowed=[]),
+        ],
+        entities=[entity.name],
+        writes=True,
+        seed_rows=made.seed_rows,
+        origin=f"delete:{contract.tool}:create-then-delete:{variant}",
+    )
+
+
 def _file_draft(
     bundle: BundleView, contract: ToolContract, spec: ToolSpec, variant: int
 ) -> Draft | None:
     """Workspace tasks write their own file first, so they need no pre-existing workspace."""
     salt = variant + 1
-    writer = next(
-        (
-            c
-            for c in bundle.contracts.contracts
-            if c.operation == "file_write" and c.tool in bundle.certified_tools
-        ),
-        None,
-    )
+    certified = set(bundle.certified_tools)
+
+    def roles(c: ToolContract) -> list[str]:
+        return [m.role for m in c.mappings]
+
+    writers = [
+        c
+        for c in bundle.contracts.contracts
+        if c.operation == "file_write"
+        and c.tool in certified
+        and {"path", "content"} <= set(roles(c))
+    ]
+    writers.sort(key=lambda c: (0 if "write" in c.tool else 1, c.tool))
+    writer = writers[0] if writers else None
     if writer is None:
         return None
-    wspec = _spec(bundle, writer.tool)
-    if wspec is None:
-        return None
     b = _Builder()
-    path_arg = next((m.argument for m in writer.mappings if m.role == "path"), None)
-    content_arg = next((m.argument for m in writer.mappings if m.role == "content"), None)
-    if path_arg is None or content_arg is None:
-        return None
     path = f"weft/report_{salt}.txt"
     content = f"Weft report {salt}: quarterly figures"
-    wargs = {
-        path_arg: b.given("path", path, "workspace file path"),
-        content_arg: b.given("content", content, "file content"),
-    }
-    for name in wspec.required:
-        wargs.setdefault(name, _schema_value(wspec.properties.get(name, {}), name, salt))
-    b.calls.append(ReferenceCall(tool=writer.tool, arguments=wargs))
-    chain = [writer.tool]
+    wpath = next(m.argument for m in writer.mappings if m.role == "path")
+    wcontent = next(m.argument for m in writer.mappings if m.role == "content")
     checks: list[Check] = []
     op = contract.operation
-    if op == "file_write":
+    chain = [writer.tool]
+    wspec = _spec(bundle, writer.tool)
+    wargs = {
+        wpath: b.given("path", path, "workspace file path"),
+        wcontent: b.given("content", content, "file content"),
+    }
+    for name in wspec.required if wspec else []:
+        wargs.setdefault(name, _schema_value(wspec.properties.get(name, {}), name, salt))  # type: ignore[union-attr]
+    b.calls.append(ReferenceCall(tool=writer.tool, arguments=wargs))
+    paths = [m.argument for m in contract.mappings if m.role == "path"]
+    content_arg = next((m.argument for m in contract.mappings if m.role == "content"), None)
+    if contract.tool == writer.tool:
         checks.append(WorkspaceFile(path=path, contains=content))
         intent = f"Write a file {path} containing the quarterly report note"
     else:
         targs: dict[str, Any] = {}
-        for m in contract.mappings:
-            if m.role == "path":
-                targs[m.argument] = "{{path}}" if op != "file_list" else "weft"
+        if op == "file_write" and content_arg and paths:
+            extra = f"Addendum {salt}: figures confirmed"
+            targs = {paths[0]: "{{path}}", content_arg: b.given("addendum", extra, "text to add")}
+            checks.append(WorkspaceFile(path=path, contains=extra))
+            intent = f"Write {path}, then add a line with {contract.tool.replace('_', ' ')}"
+        elif op == "file_write" and len(paths) >= 2:
+            dest = f"weft/archive/report_{salt}.txt"
+            targs = {paths[0]: "{{path}}", paths[1]: b.given("destination", dest, "new path")}
+            checks.append(WorkspaceFile(path=dest, contains=content))
+            if any(w in contract.tool for w in ("move", "rename")):
+                checks.append(WorkspaceFile(path=path, exists=False))
+            intent = f"Write {path}, then {contract.tool.replace('_', ' ')} it to {dest}"
+        elif op == "file_write" and paths:
+            folder = f"weft/folder_{salt}"
+            b.calls.clear()
+            chain.clear()
+            b.inputs.clear()
+            targs = {paths[0]: b.given("folder", folder, "workspace folder")}
+            checks.append(CallMade(tool=contract.tool, arguments={paths[0]: folder}))
+            intent = f"Create the workspace folder {folder}"
+        else:
+            for m in contract.mappings:
+                if m.role == "path":
+                    targs[m.argument] = "{{path}}" if op != "file_list" else "weft"
+            if op == "file_read":
+                checks.append(ReturnContains(tool=contract.tool, value=content))
+                intent = f"Write {path} and read it back"
+            elif op == "file_list":
+                checks.append(ReturnContains(tool=contract.tool, value=path.split("/")[-1]))
+                intent = f"Write {path} and list the folder it is in"
+            elif op == "file_delete":
+                checks.append(WorkspaceFile(path=path, exists=False))
+                intent = f"Write {path}, then delete it"
+            else:
+                return None
         for name in spec.required:
             targs.setdefault(name, _schema_value(spec.properties.get(name, {}), name, salt))
         b.calls.append(ReferenceCall(tool=contract.tool, arguments=targs))
         chain.append(contract.tool)
-        if op == "file_read":
-            checks.append(ReturnContains(tool=contract.tool, value=content))
-            intent = f"Write {path} and read it back"
-        elif op == "file_list":
-            checks.append(ReturnContains(tool=contract.tool, value=path.split("/")[-1]))
-            intent = f"Write {path} and list the folder it is in"
-        else:
-            checks.append(WorkspaceFile(path=path, exists=False))
-            intent = f"Write {path}, then delete it"
     return Draft(
         intent=intent,
         tool_chain=chain,
         inputs=b.inputs,
         calls=b.calls,
         checks=checks,
-        writes=True,
+        writes=op in ("file_write", "file_delete"),
         origin=f"{op}:{contract.tool}:{len(chain)}:{variant}",
     )

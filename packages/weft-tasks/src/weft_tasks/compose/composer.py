@@ -339,7 +339,9 @@ def assemble(
     return graph.model_copy(update={"order": order or []})
 
 
-def _home(binding: EntityBinding, chosen: list[AtomicTask], bundles: dict[str, BundleView]) -> str | None:
+def _home(
+    binding: EntityBinding, chosen: list[AtomicTask], bundles: dict[str, BundleView]
+) -> str | None:
     """The MCP the binding's values come from: `choose_binding` lists it first in `refs`."""
     del chosen, bundles
     return next(iter(binding.refs), None)

@@ -37,7 +37,7 @@ def link_key(entity: Entity, field_name: str) -> str | None:
         f = entity.field(field_name)
     except KeyError:
         return None
-    if f.type != "string" or f.primary_key:
+    if f.type != "string" or f.primary_key or field_name == entity.key or f.foreign_key:
         return None
     name = field_name.lower()
     for key in STRONG_KEYS:
