@@ -24,7 +24,7 @@ from weft_tasks.harness.protocol import HarnessTask
 from weft_tasks.harness.teacher import (
     _MISSING,
     TemplateError,
-    dotted_get,
+    bind_value,
     node_scope,
     render_arguments,
 )
@@ -128,7 +128,7 @@ class ReferencePolicyModel(BaseChatModel):
                         )
                     value = _json(_content_text(result.content))
                     for name, path in call.bind.items():
-                        got = dotted_get(value, path)
+                        got = bind_value(value, path)
                         if got is not _MISSING:
                             produced[name] = got
                             scope[name] = got

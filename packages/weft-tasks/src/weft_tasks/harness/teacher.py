@@ -58,6 +58,17 @@ def dotted_get(value: Any, path: str) -> Any:
     return cur
 
 
+def bind_value(result: Any, path: str) -> Any:
+    """A bound output from a tool result, found the way atomic-task validation finds it (exact
+    dotted path, else the last segment breadth-first), so replay and validation agree."""
+    from weft_tasks.atomic.execution import extract
+
+    try:
+        return extract(result, path)
+    except KeyError:
+        return _MISSING
+
+
 def render_arguments(arguments: Any, scope: dict[str, Any]) -> Any:
     """Fill `{{name}}` templates from `scope` (recursively through dicts and lists)."""
     if isinstance(arguments, dict):
@@ -209,7 +220,7 @@ class ReferenceChainTeacher:
                 )
             value = result_value(result)
             for out_name, path in call.bind.items():
-                got = dotted_get(value, path)
+                got = bind_value(value, path)
                 if got is not _MISSING:
                     produced[out_name] = got
                     scope[out_name] = got

@@ -7,8 +7,6 @@ import json
 import os
 import sys
 
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
 
 
 def emit(event):
@@ -17,15 +15,18 @@ def emit(event):
 
 async def main():
     endpoints = json.loads(os.environ["WEFT_MCP_ENDPOINTS"])
-    clients = {
-        m: Client(StreamableHttpTransport(e["url"], auth=e["token"])) for m, e in endpoints.items()
-    }
     first = json.loads(sys.stdin.readline())
     assert first["type"] == "user"
     print("external agent starting (a log line, not JSON)", flush=True)
     emit({"type": "model", "name": "external-stand-in"})
     if os.environ.get("EXTERNAL_AGENT_CRASH"):
         sys.exit(3)
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    clients = {
+        m: Client(StreamableHttpTransport(e["url"], auth=e["token"])) for m, e in endpoints.items()
+    }
     plan = [
         ("crm", "get_customer_by_email", {"email": "ada@example.com"}),
         ("crm", "update_customer_tier", {"customer_id": 1, "tier": "gold"}),
