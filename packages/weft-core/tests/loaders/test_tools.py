@@ -257,3 +257,14 @@ def test_root_type_list_with_object_is_narrowed() -> None:
     assert any("narrowed to 'object'" in w for w in warnings)
     _, rejected, _ = normalize_tools([{"name": "u", "inputSchema": {"type": ["string", "null"]}}])
     assert "must be an object" in rejected[0].reason
+
+
+def test_hostile_nesting_is_rejected_not_a_crash() -> None:
+    value: Any = 0
+    for _ in range(980):
+        value = [value]
+    schema = {"type": "object", "properties": {"a": {"type": "array", "default": value}}}
+    raw = [{"name": "deep", "description": "d", "inputSchema": schema}, tool("fine")]
+    tools, rejected, _ = normalize_tools(raw)
+    assert [t.name for t in tools] == ["fine"]
+    assert rejected[0].name == "deep" and "nested deeper than 200 levels" in rejected[0].reason

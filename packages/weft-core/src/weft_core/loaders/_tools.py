@@ -23,6 +23,7 @@ from weft_core.models import ToolSpec
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_NAME = 64
+MAX_NESTING = 200  # JSON levels in one tool entry; real specs stay far below
 _INPUT_KEYS = ("inputSchema", "input_schema", "parameters")
 _OUTPUT_KEYS = ("outputSchema", "output_schema")
 
@@ -57,6 +58,21 @@ class _Candidate:
     annotations: dict[str, Any] | None
     original_name: str | None = None  # carried over when re-loading a Weft MCPSpec
     warnings: list[str] = field(default_factory=list)
+
+
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests deeper than `limit`, checked without recursion (hostile input
+    could otherwise exhaust the stack in every later recursive step)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return False
 
 
 def rewrite_name(name: str) -> str:
@@ -131,6 +147,8 @@ def _label(entry: Any, index: int) -> str:
 def _candidate(entry: Any, index: int, opts: ToolOptions) -> _Candidate:
     if not isinstance(entry, dict):
         raise ToolRejected(f"tool entry #{index} is a {type(entry).__name__}, not a JSON object")
+    if _nesting_exceeds(entry, MAX_NESTING):
+        raise ToolRejected(f"tool entry #{index} is nested deeper than {MAX_NESTING} levels")
     if entry.get("type") == "function" and isinstance(entry.get("function"), dict):
         entry = entry["function"]
     name = entry.get("name")
