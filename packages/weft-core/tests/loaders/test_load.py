@@ -373,3 +373,20 @@ def test_trailing_garbage_after_json_reports_the_first_error(tmp_path: Path) -> 
     path = write(tmp_path, "trailing.json", '{\n  "tools": []\n}\n}garbage')
     with pytest.raises(SpecError, match="invalid JSON at line 4 column 1: Extra data"):
         load_spec_file(path)
+
+
+def test_hostile_toucan_shapes() -> None:
+    tool = {"name": "t", "description": "d", "input_schema": {"type": "object"}}
+    odd = {
+        "labels": ["not", "a", "dict"],
+        "metadata": {"server_name": 7, "server_info_crawled": {"tools": [tool], "name": None}},
+    }
+    loaded = load_spec_dict(odd, source="odd.json")
+    assert (loaded.spec.name, loaded.spec.domain) == ("odd", "general")
+    with pytest.raises(SpecError, match=r"'metadata\.server_info_crawled\.tools' is a dict"):
+        load_spec_dict({"metadata": {"server_info_crawled": {"tools": {"t": tool}}}}, source="x")
+    with pytest.raises(SpecError, match="no tools"):
+        load_spec_dict(
+            {"metadata": {"server_info_crawled": None, "remote_server_response": {"tools": None}}},
+            source="x",
+        )
