@@ -185,3 +185,24 @@ async def test_paused_and_frozen_groups_refuse_calls(
     )
     assert res.is_error and "frozen" in res.text
     assert len((await client.ledger(group))[notes.mcp_id]) == 1  # refused calls did not run
+
+
+async def test_error_rates_as_json_and_prometheus(
+    client: MegaMCPClient, group: GroupHandle, notes: MCPRecord, host: MegaMCPHost
+):
+    await client.call_tool(group, notes.mcp_id, "list_contacts")
+    await client.call_tool(
+        group, notes.mcp_id, "update_email", {"contact_id": 42, "email": "a@b.c"}
+    )
+    stats = await client.stats()
+    mcp = next(
+        m for m in stats["mcps"] if m["mcp"] == notes.mcp_id and m["mcp_version"] == notes.version
+    )
+    assert mcp["calls"] == 2 and mcp["errors"] == 1
+    async with httpx.AsyncClient() as http:
+        text = (
+            await http.get(
+                f"{host.url}/admin/metrics", headers={"Authorization": f"Bearer {host.admin_token}"}
+            )
+        ).text
+    assert "notes_crm" in text and "update_email" in text

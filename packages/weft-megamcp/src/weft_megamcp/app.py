@@ -16,6 +16,8 @@ from weft_megamcp.admin import RegisterRequest, build_admin
 from weft_megamcp.dispatch import TokenGuard, build_front
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.groups import GroupManager
+from weft_megamcp.health import HealthMonitor
+from weft_megamcp.metrics import MetricsAggregator, render_prometheus
 from weft_megamcp.models import CreateGroupRequest, GroupHandle, RuntimeState
 from weft_megamcp.objectstore import ObjectStore
 from weft_megamcp.registry import MCPRecord, Registry
@@ -49,6 +51,9 @@ class HostCore:
         )
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[Any]] = []
+        self.metrics = MetricsAggregator()
+        self.manager.call_hooks.append(lambda _session, entry: self.metrics.observe(entry))
+        self.health_monitor = HealthMonitor(self.data_dir)
 
     @property
     def base_url(self) -> str:
@@ -76,27 +81,26 @@ class HostCore:
         )
 
     def health(self) -> dict[str, Any]:
+        """Liveness plus the disk/memory verdict: an unhealthy host takes no new placements."""
+        status = self.health_monitor.check()
         return {
             "status": "ok",
+            "healthy": status.healthy,
+            "reasons": status.reasons,
             "groups": len(self.manager.groups),
             "uptime_s": round(time.time() - self.started_at, 1),
         }
 
     def stats(self) -> dict[str, Any]:
-        per_tool: dict[str, dict[str, int]] = {}
-        for g in self.manager.groups.values():
-            for s in g.sessions.values():
-                for e in s.ledger.entries:
-                    key = f"{e.mcp}@{e.mcp_version}:{e.tool}"
-                    st = per_tool.setdefault(key, {"calls": 0, "errors": 0, "crashes": 0})
-                    st["calls"] += 1
-                    st["errors"] += int(e.is_error)
-                    st["crashes"] += int(bool(e.error_kind and e.error_kind.is_infrastructure))
-        return {"groups": len(self.manager.groups), "tools": per_tool}
+        """Per-MCP-version, per-tool error rates, crash statistics and latencies (JSON)."""
+        report = self.metrics.report().model_dump(mode="json")
+        return {"groups": len(self.manager.groups), **report}
 
     def metrics_text(self) -> str:
-        lines = ["# TYPE megamcp_groups gauge", f"megamcp_groups {len(self.manager.groups)}"]
-        return "\n".join(lines) + "\n"
+        sessions = sum(len(g.sessions) for g in self.manager.groups.values())
+        return render_prometheus(
+            self.metrics.report(), gauges={"groups": len(self.manager.groups), "sessions": sessions}
+        )
 
     # ---- background ---------------------------------------------------------------------------
 

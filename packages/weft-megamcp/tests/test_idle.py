@@ -1,0 +1,51 @@
+"""Idle management: an idle group's runtime is offloaded and reloaded transparently."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from weft_megamcp import loader
+from weft_megamcp.client import MegaMCPClient
+from weft_megamcp.host import MegaMCPHost
+from weft_megamcp.models import RuntimeState
+from weft_megamcp.settings import MegaMCPSettings
+
+pytestmark = pytest.mark.integration
+
+
+async def test_idle_group_is_offloaded_then_reloaded(tmp_path, bundle_dir):
+    settings = MegaMCPSettings(
+        data_dir=tmp_path / "mm",
+        offload_after_s=0.3,
+        idle_scan_interval_s=0.1,
+        admin_token="adm-token-1",
+    )
+    async with (
+        MegaMCPHost.running(settings) as host,
+        MegaMCPClient(host.url, host.admin_token) as client,
+    ):
+        rec = await client.register(bundle_dir)
+        g = await client.create_group([rec.mcp_id])
+        m = rec.mcp_id
+        await client.call_tool(g, m, "add_contact", {"name": "Kept", "email": "k@x.y"})
+        await client.call_tool(g, m, "write_note", {"path": "keep.txt", "text": "still here"})
+        assert host.core is not None
+        pkg = host.core.manager.modules._pkgs[(m, rec.version)]
+        assert loader.is_loaded(pkg)
+        for _ in range(100):
+            if (await client.info(g)).runtime == RuntimeState.OFFLOADED:
+                break
+            await asyncio.sleep(0.05)
+        assert (await client.info(g)).runtime == RuntimeState.OFFLOADED
+        assert not loader.is_loaded(pkg)  # module state dropped with the last loaded group
+        # The same token, the same state: the next call reloads transparently.
+        names = [
+            c["name"] for c in (await client.call_tool(g, m, "list_contacts")).structured["result"]
+        ]
+        assert "Kept" in names
+        assert (
+            await client.call_tool(g, m, "read_note", {"path": "keep.txt"})
+        ).text == "still here"
+        assert (await client.info(g)).runtime == RuntimeState.LOADED
