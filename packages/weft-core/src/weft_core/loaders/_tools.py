@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from weft_core._hashing import canonical_json
 from weft_core.loaders._result import RejectedTool
-from weft_core.loaders._schema import SchemaRejected, normalize_schema
+from weft_core.loaders._schema import SchemaRejected, Warn, normalize_schema
 from weft_core.models import ToolSpec
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -195,7 +195,9 @@ def _candidate(entry: Any, index: int, opts: ToolOptions) -> _Candidate:
     )
 
 
-def _input_schema(entry: dict[str, Any], opts: ToolOptions, tool: str, warn: Any) -> dict[str, Any]:
+def _input_schema(
+    entry: dict[str, Any], opts: ToolOptions, tool: str, warn: Warn
+) -> dict[str, Any]:
     key = next((k for k in _INPUT_KEYS if k in entry), None)
     raw = entry.get(key) if key else None
     if raw is None:
@@ -217,7 +219,7 @@ def _input_schema(entry: dict[str, Any], opts: ToolOptions, tool: str, warn: Any
     return _as_object_schema(schema, warn)
 
 
-def _as_object_schema(schema: dict[str, Any], warn: Any) -> dict[str, Any]:
+def _as_object_schema(schema: dict[str, Any], warn: Warn) -> dict[str, Any]:
     declared = schema.get("type")
     if declared is None:
         schema = {"type": "object", **schema}
@@ -234,7 +236,7 @@ def _as_object_schema(schema: dict[str, Any], warn: Any) -> dict[str, Any]:
     return schema
 
 
-def _schema_from_rows(rows: list[Any], opts: ToolOptions, tool: str, warn: Any) -> dict[str, Any]:
+def _schema_from_rows(rows: list[Any], opts: ToolOptions, tool: str, warn: Warn) -> dict[str, Any]:
     """A parameter table ([{name, type, required, description}...]) as an object schema."""
     props: dict[str, Any] = {}
     required: list[str] = []
@@ -259,7 +261,7 @@ def _schema_from_rows(rows: list[Any], opts: ToolOptions, tool: str, warn: Any) 
     return schema
 
 
-def _output_schema(entry: dict[str, Any], warn: Any) -> dict[str, Any] | None:
+def _output_schema(entry: dict[str, Any], warn: Warn) -> dict[str, Any] | None:
     key = next((k for k in _OUTPUT_KEYS if k in entry), None)
     raw = entry.get(key) if key else None
     if raw is None:
@@ -274,7 +276,7 @@ def _output_schema(entry: dict[str, Any], warn: Any) -> dict[str, Any] | None:
         return None
 
 
-def _annotations(entry: dict[str, Any], warn: Any) -> dict[str, Any] | None:
+def _annotations(entry: dict[str, Any], warn: Warn) -> dict[str, Any] | None:
     raw = entry.get("annotations")
     out: dict[str, Any] = {}
     if isinstance(raw, dict):
