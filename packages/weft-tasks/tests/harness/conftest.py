@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 import uvicorn
 from fastmcp.server.middleware import Middleware
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage
 from starlette.responses import JSONResponse
 
 from weft_core.binding import SessionBinding, bind_session
+from weft_core.testing import ScriptedChatModel
 from weft_tasks.harness import MCPEndpoint
 
 _path = Path(__file__).parents[1] / "rollout" / "data" / "sample_task.py"
@@ -26,17 +25,10 @@ sample = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sample)
 
 
-class ScriptedChat(FakeMessagesListChatModel):
-    def bind_tools(self, tools, **kwargs):  # type: ignore[override]
-        return self
-
-
 @pytest.fixture
 def scripted():
     def make(responses):
-        return ScriptedChat(
-            responses=[r if isinstance(r, AIMessage) else AIMessage(r) for r in responses]
-        )
+        return ScriptedChatModel(list(responses))
 
     return make
 

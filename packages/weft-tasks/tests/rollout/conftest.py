@@ -4,8 +4,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage
+
+from weft_core.testing import ScriptedChatModel
 
 _path = Path(__file__).parent / "data" / "sample_task.py"
 _spec = importlib.util.spec_from_file_location("weft_tasks_tests_sample_task", _path)
@@ -14,17 +14,10 @@ sample = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sample)
 
 
-class ScriptedChat(FakeMessagesListChatModel):
-    def bind_tools(self, tools, **kwargs):  # type: ignore[override]
-        return self
-
-
 @pytest.fixture
 def scripted():
     def make(responses):
-        return ScriptedChat(
-            responses=[r if isinstance(r, AIMessage) else AIMessage(r) for r in responses]
-        )
+        return ScriptedChatModel(list(responses))
 
     return make
 

@@ -99,7 +99,7 @@ async def test_react_scripted_model_completes_the_composed_task_through_megamcp(
     assert trace.error is None, trace.error
     assert [s.outcome.passed for s in trace.segments] == [True, True, True]
     assert trace.final.passed
-    assert trace.model == "ScriptedChat"
+    assert trace.model == "ScriptedChatModel"
     assert trace_ledger_problems(trace.messages, trace.ledger) == []
     calls = [tc for m in trace.messages if m.tool_calls for tc in m.tool_calls]
     assert [e.call_id for e in trace.ledger] == [c.id for c in calls]

@@ -8,7 +8,6 @@ import os
 import sys
 
 
-
 def emit(event):
     print(json.dumps(event), flush=True)
 
