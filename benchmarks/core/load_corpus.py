@@ -70,6 +70,8 @@ def _counter_table(title: str, counts: Counter[str], limit: int) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("count", justify="right")
     table.add_column("reason")
+    if not counts:
+        table.add_row("0", "(none)")
     for reason, n in counts.most_common(limit):
         table.add_row(str(n), reason)
     if len(counts) > limit:
