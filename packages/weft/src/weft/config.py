@@ -9,7 +9,7 @@ Relative paths in the file are relative to the file's folder. Every section is o
     seed = 0
 
     [envsynth]  rounds = 3, jobs = 1
-    [tasks]     budget = 3, n_tasks = 6, max_nodes = 4, profiles = []
+    [tasks]     budget = 3, n_tasks = 6, profiles = ["Simple", "Standard"], profiles_file = ""
     [rollouts]  views = ["agentic/full", "simuser/partial"], harnesses = ["teacher", "react"],
                 samples = 1, concurrency = 4, simulator = "programmatic" | "llm"
                 [[rollouts.external]] name = "openclaw", command = ["openclaw-weft", "--agentic"]
@@ -48,9 +48,12 @@ class EnvsynthSection(_Section):
 class TasksSection(_Section):
     budget: int = Field(default=3, ge=1, description="Atomic-task synthesis rounds per MCP.")
     n_tasks: int = Field(default=6, ge=1, description="Composed tasks to build.")
-    max_nodes: int = Field(default=4, ge=1, description="Most atomic tasks in one composed task.")
     profiles: list[str] = Field(
-        default_factory=list, description="Composition profiles; empty = defaults."
+        default_factory=list,
+        description="Names of default profiles to use (Simple, Standard, ...); empty = all.",
+    )
+    profiles_file: str = Field(
+        default="", description="A TOML/JSON profiles file (overrides `profiles`)."
     )
 
 

@@ -207,26 +207,41 @@ async def stage_compose(
     return graphs, list(done.get("failures", [])), state
 
 
+def profile_set(config: PipelineConfig) -> Any:
+    """The composition profiles: a profiles file, a subset of the defaults by name, or all defaults."""
+    from weft_tasks.compose.profiles import DEFAULT_PROFILES, ProfileSet, load_profiles
+
+    if config.tasks.profiles_file:
+        return load_profiles(config.base_dir / config.tasks.profiles_file)
+    if not config.tasks.profiles:
+        return DEFAULT_PROFILES
+    known = {p.name: p for p in DEFAULT_PROFILES.profiles}
+    unknown = [n for n in config.tasks.profiles if n not in known]
+    if unknown:
+        raise ConfigError(f"[tasks].profiles: unknown profile(s) {unknown}; known: {sorted(known)}")
+    return ProfileSet(profiles=[known[n] for n in config.tasks.profiles])
+
+
 async def _compose(
     config: PipelineConfig, client: Any, libraries: list[Path], llm: Any, workdir: Path
 ) -> tuple[list[TaskGraph], list[str]]:
-    try:
-        from weft_tasks.compose import compose_tasks  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise StageError(f"composition is not available in this weft-tasks: {exc}") from None
-    result = await compose_tasks(
-        libraries,
+    from weft_tasks.atomic.library import load_mcp_library
+    from weft_tasks.compose.pipeline import compose_tasks
+    from weft_tasks.settings import TasksSettings
+
+    libs = [load_mcp_library(p) for p in libraries]
+    settings = TasksSettings(seed=config.pipeline.seed, concurrency=config.rollouts.concurrency)
+    graphs, report = await compose_tasks(
+        libs,
         client,
-        n=config.tasks.n_tasks,
-        max_nodes=config.tasks.max_nodes,
-        profiles=config.tasks.profiles or None,
-        seed=config.pipeline.seed,
+        workdir,
+        config.tasks.n_tasks,
+        profiles=profile_set(config),
         llm=llm,
-        workdir=workdir,
+        settings=settings,
     )
-    graphs = list(getattr(result, "tasks", result))
-    failures = [str(f) for f in getattr(result, "failures", [])]
-    return graphs, failures
+    failures = [f"{reason}: {n}" for reason, n in sorted(report.rejections.items())]
+    return list(graphs), failures
 
 
 # ----------------------------------------------------------------------------- stage 4
