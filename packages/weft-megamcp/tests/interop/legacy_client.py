@@ -22,15 +22,17 @@ async def main(url: str, token: str, calls: list) -> dict:
         "adapters_version": version("langchain-mcp-adapters"),
     }
 
-    # 1. the raw mcp 1.x client: initialize handshake, tools/list, tools/call
-    async with streamablehttp_client(url, headers=headers) as (read, write, _):
-        async with ClientSession(read, write) as session:
-            init = await session.initialize()
-            out["raw"] = {
-                "protocol_version": init.protocolVersion,
-                "server": init.serverInfo.name,
-                "tools": sorted(t.name for t in (await session.list_tools()).tools),
-            }
+    # 1. the raw mcp 1.x client: initialize handshake and tools/list
+    async with (
+        streamablehttp_client(url, headers=headers) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        init = await session.initialize()
+        out["raw"] = {
+            "protocol_version": init.protocolVersion,
+            "server": init.serverInfo.name,
+            "tools": sorted(t.name for t in (await session.list_tools()).tools),
+        }
 
     # 2. langchain-mcp-adapters 0.3: LangChain tools, invoked like an agent would
     client = MultiServerMCPClient(
