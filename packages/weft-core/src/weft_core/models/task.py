@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from weft_core.models._base import Artifact, WeftModel
 from weft_core.models.check import Check, EvaluationResult
@@ -13,6 +13,9 @@ from weft_core.models.check import Check, EvaluationResult
 
 class TaskInput(WeftModel):
     """An input an intent needs. `source` says whether the user gives it or the agent must find it."""
+
+    # `schema` would shadow BaseModel.schema; the JSON key stays "schema" in both directions.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     name: str
     description: str = ""
