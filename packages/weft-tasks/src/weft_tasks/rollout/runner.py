@@ -68,6 +68,11 @@ def verifier_of(graph: TaskGraph) -> dict[str, Any]:
     return verifier
 
 
+def bindings_of(graph: TaskGraph) -> dict[str, Any]:
+    """Entity-binding values for `{"$binding": "customer.email"}` references in checks."""
+    return {b.name: dict(b.value) for b in graph.bindings}
+
+
 def _evaluation(result: Any) -> tuple[EvaluationResult | None, str | None]:
     if result is None:
         return None, "no verification result"
@@ -121,7 +126,10 @@ async def _attempt(
         for mcp in graph.mcps
     }
     handle = await service.create_group(
-        mcps=snapshots, verifier=verifier_of(graph), task_id=graph.id
+        mcps=snapshots,
+        verifier=verifier_of(graph),
+        task_id=graph.id,
+        bindings=bindings_of(graph),
     )
     problems: list[str] = []
     turns: list[_Turn] = []

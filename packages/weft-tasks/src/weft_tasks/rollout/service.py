@@ -34,7 +34,7 @@ class GroupService(Protocol):
         mcps: dict[str, str | None],
         verifier: dict[str, Any] | None = None,
         task_id: str | None = None,
-        **kwargs: Any,
+        bindings: dict[str, Any] | None = None,
     ) -> Any: ...
 
     async def checkpoint_verify(self, group: Any, checkpoint: str) -> Any: ...

@@ -163,7 +163,7 @@ def sample_graph(snapshots: dict[str, SnapshotRef] | None = None) -> TaskGraph:
                     id="n3.ticket",
                     mcp="helpdesk",
                     table="ticket",
-                    where={"customer_email": "ada@example.com", "priority": "high"},
+                    where={"customer_email": {"$binding": "customer.email"}, "priority": "high"},
                 ),
                 DiffContains(
                     id="n3.diff",
