@@ -81,12 +81,19 @@ _PEOPLE = {
 _TABLE_RESERVED = {"alembic_version", "sqlite_master", "sqlite_sequence", "workspace"}
 
 
-def id_argument_entity(arg: str) -> str | None:
-    """'customer_id' / 'customerId' -> 'customer'; None for other names."""
+def id_argument_entity(arg: str, schema: Any = None) -> str | None:
+    """'customer_id' / 'customerId' -> 'customer'; None for other names and for ids that are not
+    strings or numbers (a boolean 'include_id' is a flag, not a reference)."""
     ws = W.split_words(arg)
     if len(ws) >= 2 and ws[-1] == "id":
+        if schema is not None and schema_type(schema) not in {None, "string", "integer", "number"}:
+            return None
         return "_".join(W.singular(w) for w in ws[:-1])
     return None
+
+
+def _id_is_integer(schema: Any) -> bool:
+    return schema_type(schema) in {"integer", "number"}
 
 
 def _norm_arg(arg: str) -> str:
@@ -145,7 +152,7 @@ def classify_operation(tool: ToolSpec) -> tuple[Operation, str | None]:
     props = {W.identifier(a) for a in tool.properties}
     if props & W.QUERY_ARGS:
         return "search", None
-    if any(id_argument_entity(a) for a in tool.properties) or "id" in props:
+    if any(id_argument_entity(a, sc) for a, sc in tool.properties.items()) or "id" in props:
         return "read", None
     return "compute", None
 
@@ -226,8 +233,8 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
     id_entities: Counter[str] = Counter()
     for t in spec.tools:
-        for arg in t.properties:
-            ent = id_argument_entity(arg)
+        for arg, sch in t.properties.items():
+            ent = id_argument_entity(arg, sch)
             if ent:
                 id_entities[_entity_name(ent)] += 1
     noun_of: dict[str, list[str]] = {}
@@ -261,7 +268,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                     chosen = _entity_name(n)
                     break
         if chosen is None:
-            own_ids = [id_argument_entity(a) for a in t.required if id_argument_entity(a)]
+            own_ids = [id_argument_entity(a, t.properties.get(a)) for a in t.required if id_argument_entity(a, t.properties.get(a))]
             if own_ids and op in {"read", "update", "delete", "action"}:
                 chosen = _entity_name(own_ids[-1] or "")
         if chosen is None:
@@ -285,11 +292,11 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 continue
             if norm in W.QUERY_ARGS and op in {"search", "list", "compute"}:
                 continue
-            target = id_argument_entity(arg)
+            target = id_argument_entity(arg, schema)
             if norm == "id" or (target is not None and _entity_name(target) == ent):
                 if d.key is None:
                     d.key = "id" if norm == "id" else f"{ent}_id"
-                if schema_type(schema) == "integer":
+                if _id_is_integer(schema):
                     d.key_type = "integer"
                 continue
             if target is not None:
@@ -366,7 +373,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 if extra not in d.fields:
                     d.add_field(extra, {"type": "string"})
         for f in d.fields.values():
-            target = id_argument_entity(f.name)
+            target = id_argument_entity(f.name) if f.type in {"string", "integer", "number"} else None
             fk = None
             if target and _entity_name(target) in drafts and _entity_name(target) != d.name:
                 tgt = drafts[_entity_name(target)]
@@ -406,8 +413,8 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             kind = StateKind.STATELESS if e.reference_data else StateKind.DATABASE
             reads = [ent]
             writes = [ent] if op in _WRITE_OPS else []
-            for arg in t.properties:
-                target = id_argument_entity(arg)
+            for arg, sch in t.properties.items():
+                target = id_argument_entity(arg, sch)
                 if target and _entity_name(target) in by_name and _entity_name(target) != ent:
                     reads.append(_entity_name(target))
         effects.append(

@@ -99,6 +99,8 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
     op = effect.operation
     if effect.state_kind == StateKind.WORKSPACE or op.startswith("file_"):
         mappings = _file_mappings(tool)
+        if op == "file_read" and not any(m.role == "path" for m in mappings):
+            op = "file_list"  # e.g. get_current_directory(): nothing to read but the workspace itself
         errors = [
             ErrorCase(
                 condition="path outside the workspace",
@@ -127,7 +129,7 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
     has_key = False
     for arg, schema in tool.properties.items():
         norm = _norm_arg(arg)
-        target = id_argument_entity(arg)
+        target = id_argument_entity(arg, schema)
         if (
             norm == "id"
             or norm == entity.key

@@ -279,9 +279,17 @@ class _Validator:
         if contract.entity is None:
             return None
         ent = self.entity(contract.entity)
-        rows = list(state.get(ent.name, {}).values())
+        rows = sorted(state.get(ent.name, {}).values(), key=lambda r: r[ent.key])
         if not rows:
             return None
+        keyless = not any(m.role == "key" for m in contract.mappings)
+        if keyless and contract.operation in {"read", "update", "action", "delete"}:
+            # The route acts on the first row (by key) matching the filters taken from that row.
+            first = rows[0]
+            for tr in contract.transitions:
+                if first.get(tr.field) == tr.to_value or (tr.from_values and first.get(tr.field) not in tr.from_values):
+                    return None
+            return first
         if contract.operation == "action" and contract.transitions:
             tr = contract.transitions[0]
             ok = [
