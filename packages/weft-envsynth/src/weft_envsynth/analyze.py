@@ -268,7 +268,11 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                     chosen = _entity_name(n)
                     break
         if chosen is None:
-            own_ids = [id_argument_entity(a, t.properties.get(a)) for a in t.required if id_argument_entity(a, t.properties.get(a))]
+            own_ids = [
+                id_argument_entity(a, t.properties.get(a))
+                for a in t.required
+                if id_argument_entity(a, t.properties.get(a))
+            ]
             if own_ids and op in {"read", "update", "delete", "action"}:
                 chosen = _entity_name(own_ids[-1] or "")
         if chosen is None:
@@ -373,7 +377,9 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 if extra not in d.fields:
                     d.add_field(extra, {"type": "string"})
         for f in d.fields.values():
-            target = id_argument_entity(f.name) if f.type in {"string", "integer", "number"} else None
+            target = (
+                id_argument_entity(f.name) if f.type in {"string", "integer", "number"} else None
+            )
             fk = None
             if target and _entity_name(target) in drafts and _entity_name(target) != d.name:
                 tgt = drafts[_entity_name(target)]

@@ -287,7 +287,9 @@ class _Validator:
             # The route acts on the first row (by key) matching the filters taken from that row.
             first = rows[0]
             for tr in contract.transitions:
-                if first.get(tr.field) == tr.to_value or (tr.from_values and first.get(tr.field) not in tr.from_values):
+                if first.get(tr.field) == tr.to_value or (
+                    tr.from_values and first.get(tr.field) not in tr.from_values
+                ):
                     return None
             return first
         if contract.operation == "action" and contract.transitions:
