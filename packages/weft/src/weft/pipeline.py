@@ -198,7 +198,12 @@ async def stage_compose(
         folder = store.begin(COMPOSE, key)
         graphs, failures = await _compose(config, client, libraries, llm, folder)
         for g in graphs:
-            g.save(folder / "tasks" / f"{g.id}.json")
+            # Re-validate: a graph assembled with model_copy(update=...) may hold raw dicts that
+            # dump differently once loaded, and its stored hash would then not verify.
+            clean = TaskGraph.model_validate_json(
+                g.model_copy(update={"content_hash": None}).model_dump_json()
+            )
+            clean.save(folder / "tasks" / f"{g.id}.json")
         done = store.finish(COMPOSE, key, {"tasks": [g.id for g in graphs], "failures": failures})
         state = "ran"
     else:

@@ -61,7 +61,7 @@ def print_summary(summary: PipelineSummary) -> None:
 
     summary_table(
         "MCP environments",
-        ["mcp", "status", "tools certified", "atomic tasks", "coverage"],
+        ["mcp", "status", "tools", "atomic", "coverage"],
         [
             [
                 m.name,

@@ -1,4 +1,5 @@
-"""A rich progress bar that is a no-op when disabled or when stdout is not a terminal."""
+"""Progress of a rollout batch on the Weft console (rich bar on a terminal, one line in CI,
+nothing when quiet or disabled)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,7 @@ def progress_bar(
     if not enabled or total == 0:
         yield lambda: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from weft_core.console import progress
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        transient=False,
-    ) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda: progress.advance(task)
+    with progress(total=total, description=description) as bar:
+        yield bar.advance
