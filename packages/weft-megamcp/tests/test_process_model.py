@@ -41,6 +41,7 @@ async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, 
                 g, rec.mcp_id, "add_contact", {"name": f"w{i}", "email": f"{i}@x.y"}
             )
             assert not r.is_error, r.text
+            assert await client.checkpoint(g) == {rec.mcp_id: 1}  # acknowledged durable
         # Kill -9 the worker of group 0 while a call is in flight.
         victim = next(w for w in workers if w["groups"] >= 1)
         inflight = asyncio.create_task(

@@ -141,6 +141,7 @@ class HostedGroup:
     created_at: float = field(default_factory=time.time)
     last_used: float = field(default_factory=time.monotonic)
     checkpoint_key: str | None = None  # object-store checkpoint of an evicted group
+    reload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def touch(self) -> None:
         self.last_used = time.monotonic()

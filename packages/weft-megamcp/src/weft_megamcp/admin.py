@@ -172,9 +172,15 @@ def build_admin(core: HostCore) -> FastAPI:
             for mcp, entries in m.ledger(group_id).items()
         }
 
+    @r.post("/groups/{group_id}/checkpoint")
+    async def checkpoint(group_id: str) -> dict[str, int]:
+        group = m.get(group_id)
+        await core.recovery.flush(group)
+        return await core.recovery.wait_durable(group, timeout=core.settings.call_timeout_s)
+
     @r.post("/groups/{group_id}/adopt")
     async def adopt(group_id: str) -> GroupInfo:
-        m.adopt(group_id)
+        await core.adopt(group_id)
         return m.info(group_id)
 
     @r.get("/stats")

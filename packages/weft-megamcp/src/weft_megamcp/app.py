@@ -13,6 +13,7 @@ from typing import Any
 from starlette.types import Receive, Scope, Send
 
 from weft_megamcp.admin import RegisterRequest, build_admin
+from weft_megamcp.checkpoints import CheckpointStore
 from weft_megamcp.dispatch import TokenGuard, build_front
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.groups import GroupManager
@@ -20,6 +21,7 @@ from weft_megamcp.health import HealthMonitor
 from weft_megamcp.metrics import MetricsAggregator, render_prometheus
 from weft_megamcp.models import CreateGroupRequest, GroupHandle, RuntimeState
 from weft_megamcp.objectstore import ObjectStore
+from weft_megamcp.recovery import SessionRecovery
 from weft_megamcp.registry import MCPRecord, Registry
 from weft_megamcp.sanitize import Sanitizer
 from weft_megamcp.settings import MegaMCPSettings
@@ -54,6 +56,18 @@ class HostCore:
         self.metrics = MetricsAggregator()
         self.manager.call_hooks.append(lambda _session, entry: self.metrics.observe(entry))
         self.health_monitor = HealthMonitor(self.data_dir)
+        ckpt_url = (
+            settings.checkpoint_url
+            or f"{settings.resolved_object_store_url.rstrip('/')}/checkpoints"
+        )
+        self.checkpoints = CheckpointStore(ckpt_url)
+        self.recovery = SessionRecovery(
+            self.manager,
+            self.checkpoints,
+            self.store,
+            debounce_s=settings.checkpoint_debounce_s,
+            max_delay_s=settings.checkpoint_max_delay_s,
+        )
 
     @property
     def base_url(self) -> str:
@@ -76,9 +90,12 @@ class HostCore:
         return await asyncio.to_thread(self.manager.create_group, req)
 
     async def evict(self, group_id: str) -> None:
-        raise MegaMCPUserError(
-            "eviction needs the checkpoint store, which this host does not have yet"
-        )
+        await self.recovery.evict(group_id)
+
+    async def adopt(self, group_id: str) -> None:
+        """Take over a group after its worker died: fence the old owner, resume from checkpoints."""
+        group = self.manager.adopt(group_id)
+        await self.recovery.recover(group)
 
     def health(self) -> dict[str, Any]:
         """Liveness plus the disk/memory verdict: an unhealthy host takes no new placements."""
@@ -113,6 +130,11 @@ class HostCore:
                     await self.manager.offload(g.group_id)
                 except Exception:
                     log.exception("offloading group %s failed", g.group_id)
+            for g in self.manager.idle_groups(s.evict_after_s, RuntimeState.OFFLOADED):
+                try:
+                    await self.recovery.evict(g.group_id)
+                except Exception:
+                    log.exception("evicting group %s failed", g.group_id)
 
     async def start_background(self) -> None:
         self._tasks.append(asyncio.create_task(self.idle_loop(), name="megamcp-idle"))
@@ -124,6 +146,11 @@ class HostCore:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._tasks.clear()
+        for g in list(self.manager.groups.values()):
+            try:  # a graceful stop leaves every acknowledged write in a checkpoint
+                await self.recovery.flush(g)
+            except Exception:
+                log.exception("final checkpoint of group %s failed", g.group_id)
         await self.manager.close_all()
         self.registry.close()
 

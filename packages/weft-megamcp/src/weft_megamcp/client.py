@@ -236,6 +236,10 @@ class MegaMCPClient:
         data = await self._req("POST", f"/admin/groups/{_gid(group)}/fork", {"n": n})
         return [GroupHandle.model_validate(d) for d in data]
 
+    async def checkpoint(self, group: GroupRef) -> dict[str, int]:
+        """Checkpoint now and wait until it is durable; returns {mcp_id: durable state version}."""
+        return dict(await self._req("POST", f"/admin/groups/{_gid(group)}/checkpoint"))
+
     async def stats(self) -> dict[str, Any]:
         return dict(await self._req("GET", "/admin/stats"))
 

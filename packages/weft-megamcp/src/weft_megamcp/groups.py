@@ -113,6 +113,10 @@ class GroupManager:
         self.mutation_hooks: list[MutationHook] = []
         self.call_hooks: list[Callable[[HostedSession, LedgerEntry], None]] = []
         self.reload_hook: Callable[[HostedGroup], Awaitable[None]] | None = None
+        self.call_guards: list[Callable[[HostedSession], None]] = []
+        self.close_hooks: list[Callable[[HostedGroup], Awaitable[None]]] = []
+        self.fork_hooks: list[Callable[[HostedGroup], None]] = []
+        self.restore_hooks: list[Callable[[HostedGroup], None]] = []
         self.base_url = ""
 
     # ---- lookup -------------------------------------------------------------------------------
@@ -256,6 +260,8 @@ class GroupManager:
         group = self.group_of(session)
         if group.status != GroupStatus.ACTIVE:
             raise ToolError(f"this session's group is {group.status}; no tool calls are accepted")
+        for guard in self.call_guards:
+            guard(session)
         arguments = arguments or {}
         if not isinstance(arguments, dict):
             raise ToolError("arguments must be a JSON object")
@@ -388,6 +394,8 @@ class GroupManager:
                 self._revoked.add(s.token_sha)
             group.status = GroupStatus.CLOSED
             if remove_files:
+                for close_hook in self.close_hooks:
+                    await close_hook(group)
                 shutil.rmtree(group.root, ignore_errors=True)
             else:
                 group.save()
@@ -469,9 +477,14 @@ class GroupManager:
                 await asyncio.to_thread(_copy_state, folder / m, s.root)
                 s.final_db.unlink(missing_ok=True)
                 s.ledger = type(s.ledger)(s.root / LEDGER_NAME)
-                s.state_version = int(meta["sessions"][m]["state_version"])
+                # A restore is a new state: versions stay monotonic so checkpoints order correctly.
+                s.state_version = (
+                    max(s.state_version, int(meta["sessions"][m]["state_version"])) + 1
+                )
             group.status = GroupStatus.ACTIVE
             group.save()
+        for hook in self.restore_hooks:
+            hook(group)
 
     async def fork(self, group_id: str, n: int) -> list[GroupHandle]:
         """`n` new groups with the exact current state of `group_id` (each with new tokens)."""
@@ -537,6 +550,8 @@ class GroupManager:
                 tokens = {m: self._issue_token(s) for m, s in sessions.items()}
                 child.save()
                 self.groups[gid] = child
+                for fork_hook in self.fork_hooks:
+                    fork_hook(child)
                 handles.append(
                     GroupHandle(
                         group_id=gid,
@@ -565,6 +580,12 @@ class GroupManager:
         self.modules.unload_unused(in_use)
 
     async def _ensure_loaded(self, group: HostedGroup) -> None:
+        if group.runtime == RuntimeState.LOADED:
+            return
+        async with group.reload_lock:
+            await self._reload(group)
+
+    async def _reload(self, group: HostedGroup) -> None:
         if group.runtime == RuntimeState.EVICTED:
             if self.reload_hook is None:
                 raise GroupStateError(
@@ -587,6 +608,7 @@ class GroupManager:
         """Freeze the group (if needed) and run its verifier's final checkpoint on the frozen DBs."""
         await self.freeze(group_id)
         group = self.get(group_id)
+        await self._ensure_loaded(group)
         finals = {m: s.final_db for m, s in group.sessions.items() if s.final_db.exists()}
         return await run_verifier(
             group, self.registry, FINAL, finals, frozen=True, timeout_s=timeout_s

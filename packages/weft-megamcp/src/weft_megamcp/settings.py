@@ -58,6 +58,20 @@ class MegaMCPSettings(BaseSettings):
     idle_scan_interval_s: float = Field(
         default=5.0, gt=0, description="How often the idle manager looks for idle groups."
     )
+    checkpoint_debounce_s: float = Field(
+        default=0.5,
+        ge=0,
+        description="A checkpoint runs this long after the last write of a burst.",
+    )
+    checkpoint_max_delay_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="Upper bound between a write and the checkpoint that covers it.",
+    )
+    checkpoint_url: str | None = Field(
+        default=None,
+        description="fsspec URL of the checkpoint store; default <object store>/checkpoints.",
+    )
     verifier_timeout_s: float = Field(
         default=120.0, gt=0, description="Wall-clock limit of one Python verifier run."
     )

@@ -1,0 +1,209 @@
+"""Checkpoints, eviction and crash recovery of hosted sessions (over the megamcp-ops store).
+
+After every mutating call a session's DebouncedCheckpointer uploads a consistent snapshot of
+its DB and workspace to the CheckpointStore under the session's lease (generation-fenced).
+Eviction flushes those checkpoints, packs the group's small metadata (group.json, ledgers, final
+DBs) into one object-store blob and deletes the session files from local disk; the next call
+reloads the latest persisted checkpoint (never a replay). A worker that adopts groups after a
+crash steals each lease, so the dead owner is fenced, and resumes from the latest checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import os
+import shutil
+import socket
+import tarfile
+import uuid
+
+from fastmcp.exceptions import ToolError
+
+from weft_megamcp._session import FINAL_DB_NAME, GROUP_FILE, LEDGER_NAME, HostedGroup, HostedSession
+from weft_megamcp.checkpoints import CheckpointStore, DebouncedCheckpointer
+from weft_megamcp.groups import GroupManager
+from weft_megamcp.ledger import SessionLedger
+from weft_megamcp.models import GroupStatus, RuntimeState
+from weft_megamcp.objectstore import ObjectStore
+
+log = logging.getLogger("weft_megamcp.recovery")
+
+
+class SessionRecovery:
+    """Owns the checkpointers of one serving process and plugs into its GroupManager."""
+
+    def __init__(
+        self,
+        manager: GroupManager,
+        store: CheckpointStore,
+        objects: ObjectStore,
+        *,
+        debounce_s: float = 0.5,
+        max_delay_s: float = 5.0,
+        owner: str | None = None,
+    ) -> None:
+        self.manager = manager
+        self.store = store
+        self.objects = objects
+        self.debounce_s = debounce_s
+        self.max_delay_s = max_delay_s
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.checkpointers: dict[str, DebouncedCheckpointer] = {}
+        manager.mutation_hooks.append(self._on_mutation)
+        manager.reload_hook = self.reload
+        manager.close_hooks.append(self._on_close)
+        manager.fork_hooks.append(self._on_fork)
+        manager.restore_hooks.append(self._on_fork)
+        manager.call_guards.append(self._guard)
+
+    def _guard(self, session: HostedSession) -> None:
+        """A fenced worker (its lease was taken over) must not serve or write the session."""
+        ck = self.checkpointers.get(session.session_id)
+        if ck is not None and ck.failure is not None:
+            raise ToolError("this session moved to another worker; reconnect through the host")
+
+    # ---- live checkpoints ---------------------------------------------------------------------
+
+    def _checkpointer(
+        self, session: HostedSession, *, steal: bool = False
+    ) -> DebouncedCheckpointer:
+        ck = self.checkpointers.get(session.session_id)
+        if ck is None or ck.failure is not None:
+            lease = self.store.acquire(session.session_id, self.owner, steal=steal)
+            ck = DebouncedCheckpointer(
+                self.store,
+                lease,
+                session.db_path if session.db_path.exists() else None,
+                workspace=session.workspace,
+                debounce_s=self.debounce_s,
+                max_delay_s=self.max_delay_s,
+            )
+            ck.version = ck.durable_version = 0
+            self.checkpointers[session.session_id] = ck
+        return ck
+
+    def _on_mutation(self, group: HostedGroup, session: HostedSession) -> None:
+        try:
+            ck = self._checkpointer(session)
+            if ck.db_path is None and session.db_path.exists():
+                ck.db_path = session.db_path
+            ck.notify_mutation(session.state_version)
+        except Exception as exc:  # a lost lease is reported, the call itself already succeeded
+            log.error("session %s: cannot checkpoint: %s", session.session_id, exc)
+
+    def _on_fork(self, group: HostedGroup) -> None:
+        # A fork or restore starts from state the initial snapshot does not hold: checkpoint it.
+        for s in group.sessions.values():
+            if s.state_version > 0:
+                self._on_mutation(group, s)
+
+    async def flush(self, group: HostedGroup) -> None:
+        for s in group.sessions.values():
+            ck = self.checkpointers.get(s.session_id)
+            if ck is not None:
+                await ck.flush()
+
+    async def wait_durable(
+        self, group: HostedGroup, timeout: float | None = None
+    ) -> dict[str, int]:
+        """Wait until every session's current state version is in a published checkpoint."""
+        out = {}
+        for m, s in group.sessions.items():
+            ck = self.checkpointers.get(s.session_id)
+            if ck is not None and s.state_version > 0:
+                await ck.wait_durable(s.state_version, timeout)
+            out[m] = s.state_version
+        return out
+
+    async def _on_close(self, group: HostedGroup) -> None:
+        for s in group.sessions.values():
+            ck = self.checkpointers.pop(s.session_id, None)
+            if ck is not None:
+                ck._closed = True  # no more checkpoints; the session's store entry is removed
+                if ck._timer is not None:
+                    ck._timer.cancel()
+            await asyncio.to_thread(self.store.delete_session, s.session_id)
+
+    # ---- eviction -----------------------------------------------------------------------------
+
+    def _pack_metadata(self, group: HostedGroup) -> str:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(group.root / GROUP_FILE, arcname=GROUP_FILE)
+            for m, s in group.sessions.items():
+                for name in (LEDGER_NAME, FINAL_DB_NAME):
+                    if (s.root / name).exists():
+                        tar.add(s.root / name, arcname=f"{m}/{name}")
+        return self.objects.put_bytes(buf.getvalue())
+
+    async def evict(self, group_id: str) -> None:
+        """Checkpoint the group, store its metadata, remove its session files from local disk."""
+        m = self.manager
+        group = m.get(group_id)
+        if group.runtime == RuntimeState.EVICTED:
+            return
+        await m._ensure_loaded(group)
+        async with await m._quiesce(group):
+            for s in group.sessions.values():
+                if s.state_version > 0:
+                    ck = self._checkpointer(s)
+                    if ck.durable_version < s.state_version:
+                        ck.notify_mutation(s.state_version)
+                    await ck.flush()
+            group.runtime = RuntimeState.EVICTED
+            group.save()
+            group.checkpoint_key = await asyncio.to_thread(self._pack_metadata, group)
+            group.save()
+            for s in group.sessions.values():
+                ck = self.checkpointers.pop(s.session_id, None)
+                if ck is not None:
+                    await ck.close()
+                for name in ("state.sqlite", "state.sqlite-wal", FINAL_DB_NAME):
+                    (s.root / name).unlink(missing_ok=True)
+                shutil.rmtree(s.workspace, ignore_errors=True)
+
+    async def reload(self, group: HostedGroup) -> None:
+        """Bring an evicted group back: latest checkpoint (or initial snapshot) per session."""
+        if group.checkpoint_key:
+            data = await asyncio.to_thread(self.objects.get_bytes, group.checkpoint_key)
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+                tar.extractall(group.root, filter="data")
+        for s in group.sessions.values():
+            await asyncio.to_thread(self._restore_session, s, steal=True)
+        group.runtime = RuntimeState.LOADED
+        group.save()
+
+    def _restore_session(self, s: HostedSession, *, steal: bool) -> None:
+        s.root.mkdir(parents=True, exist_ok=True)
+        ref = self.store.latest(s.session_id)
+        if ref is not None:
+            s.workspace.mkdir(exist_ok=True)
+            self.store.fetch(ref, s.db_path, s.workspace)
+            s.state_version = ref.state_version
+        else:
+            if s.initial_uri:
+                src, _ = self.manager.registry.snapshot_file(s.initial_uri)
+                shutil.copyfile(src, s.db_path)
+            s.workspace.mkdir(exist_ok=True)
+            s.state_version = 0
+        # The ledger keeps exactly the calls whose effects the restored state holds.
+        ledger = SessionLedger(s.root / LEDGER_NAME)
+        kept = [e for e in ledger.entries if e.state_version <= s.state_version]
+        if len(kept) != len(ledger.entries):
+            ledger.replace(kept)
+        s.ledger = ledger
+        old = self.checkpointers.pop(s.session_id, None)
+        if old is not None:
+            old._closed = True
+        ck = self._checkpointer(s, steal=steal)  # a new generation: any previous owner is fenced
+        ck.version = ck.durable_version = s.state_version
+
+    async def recover(self, group: HostedGroup) -> None:
+        """Crash recovery of an adopted group: every session from its latest persisted checkpoint."""
+        if group.runtime == RuntimeState.EVICTED or group.status == GroupStatus.CLOSED:
+            return
+        for s in group.sessions.values():
+            await asyncio.to_thread(self._restore_session, s, steal=True)
+        group.save()

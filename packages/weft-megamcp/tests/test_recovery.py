@@ -1,0 +1,151 @@
+"""Checkpoints, eviction/reload, fencing and crash recovery from the latest persisted checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from weft_megamcp.checkpoints import CheckpointStore, FencingError
+from weft_megamcp.client import MegaMCPClient
+from weft_megamcp.host import MegaMCPHost
+from weft_megamcp.models import GroupHandle, RuntimeState
+from weft_megamcp.registry import MCPRecord
+
+pytestmark = pytest.mark.integration
+
+
+def _names(db) -> list[str]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return [r[0] for r in con.execute("select name from contact order by id")]
+    finally:
+        con.close()
+
+
+async def test_mutations_are_checkpointed_asynchronously(
+    client: MegaMCPClient, group: GroupHandle, notes: MCPRecord, host: MegaMCPHost
+):
+    m = notes.mcp_id
+    for i in range(5):
+        await client.call_tool(group, m, "add_contact", {"name": f"burst{i}", "email": f"{i}@x.y"})
+    durable = await client.checkpoint(group)
+    assert durable == {m: 5}
+    assert host.core is not None
+    store: CheckpointStore = host.core.checkpoints
+    session = host.core.manager.get(group.group_id).sessions[m]
+    ref = store.latest(session.session_id)
+    assert ref is not None and ref.state_version == 5
+    assert ref.seq <= 3  # the burst was debounced into few uploads
+    restored = host.settings.data_dir / "restored.sqlite"
+    store.fetch(ref, restored)
+    assert _names(restored)[-5:] == [f"burst{i}" for i in range(5)]
+
+
+async def test_evict_then_reload_transparently(
+    client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost
+):
+    m = notes.mcp_id
+    g = await client.create_group([m])
+    await client.call_tool(g, m, "add_contact", {"name": "Survivor", "email": "s@x.y"})
+    await client.call_tool(g, m, "write_note", {"path": "deep/plan.md", "text": "keep me"})
+    await client.evict(g)
+    assert host.core is not None
+    session = host.core.manager.get(g.group_id).sessions[m]
+    assert not session.db_path.exists() and not session.workspace.exists()
+    assert (await client.info(g)).runtime == RuntimeState.EVICTED
+    res = await client.call_tool(g, m, "list_contacts")  # same token; reload from the checkpoint
+    assert "Survivor" in res.text
+    assert (await client.call_tool(g, m, "read_note", {"path": "deep/plan.md"})).text == "keep me"
+    assert [e.tool for e in (await client.ledger(g))[m]] == [
+        "add_contact",
+        "write_note",
+        "list_contacts",
+        "read_note",
+    ]
+
+
+async def test_evicted_frozen_group_still_verifies(client: MegaMCPClient, notes: MCPRecord):
+    m = notes.mcp_id
+    g = await client.create_group(
+        [m],
+        verifier={"final": [{"kind": "row_exists", "table": "contact", "where": {"name": "Z"}}]},
+    )
+    await client.call_tool(g, m, "add_contact", {"name": "Z", "email": "z@x.y"})
+    await client.freeze(g)
+    await client.evict(g)
+    assert (await client.verify(g)).passed
+
+
+async def test_fork_state_survives_eviction(client: MegaMCPClient, notes: MCPRecord):
+    m = notes.mcp_id
+    g = await client.create_group([m])
+    await client.call_tool(g, m, "add_contact", {"name": "Inherited", "email": "i@x.y"})
+    (child,) = await client.fork(g, 1)
+    await client.evict(child)
+    assert "Inherited" in (await client.call_tool(child, m, "list_contacts")).text
+
+
+async def test_restore_is_checkpointed(client: MegaMCPClient, notes: MCPRecord):
+    m = notes.mcp_id
+    g = await client.create_group([m])
+    await client.call_tool(g, m, "add_contact", {"name": "KeepMe", "email": "k@x.y"})
+    snap = await client.snapshot(g)
+    await client.call_tool(g, m, "add_contact", {"name": "Undone", "email": "u@x.y"})
+    await client.checkpoint(g)
+    await client.restore(g, snap)
+    await client.evict(g)
+    text = (await client.call_tool(g, m, "list_contacts")).text
+    assert "KeepMe" in text and "Undone" not in text
+
+
+async def test_a_fenced_owner_cannot_write(
+    client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost
+):
+    m = notes.mcp_id
+    g = await client.create_group([m])
+    await client.call_tool(g, m, "add_contact", {"name": "One", "email": "1@x.y"})
+    await client.checkpoint(g)
+    assert host.core is not None
+    store = host.core.checkpoints
+    session = host.core.manager.get(g.group_id).sessions[m]
+    old = host.core.recovery.checkpointers[session.session_id]
+    # Another worker takes the session over (as after a suspected crash).
+    store.acquire(session.session_id, "worker-b", steal=True)
+    with pytest.raises(FencingError):
+        store.put(old.lease, session.db_path, state_version=99)
+    await client.call_tool(
+        g, m, "add_contact", {"name": "Two", "email": "2@x.y"}
+    )  # triggers a checkpoint attempt
+    with pytest.raises(FencingError):
+        await old.flush()
+    res = await client.call_tool(g, m, "list_contacts")
+    assert res.is_error and "moved to another worker" in res.text
+    ref = store.latest(session.session_id)
+    assert ref is not None and ref.state_version == 1  # nothing of the fenced owner became visible
+
+
+async def test_crash_recovery_resumes_from_latest_checkpoint(
+    client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost
+):
+    """A worker that dies loses only writes not yet checkpointed; acknowledged durable ones stay."""
+    m = notes.mcp_id
+    g = await client.create_group([m])
+    await client.call_tool(g, m, "add_contact", {"name": "Durable", "email": "d@x.y"})
+    assert (await client.checkpoint(g)) == {m: 1}
+    assert host.core is not None
+    manager = host.core.manager
+    session = manager.get(g.group_id).sessions[m]
+    # Simulate kill -9 after an un-checkpointed write: the on-disk DB has a write no checkpoint holds.
+    con = sqlite3.connect(session.db_path)
+    con.execute("insert into contact (name, email, tier) values ('Torn', 't@x.y', 'basic')")
+    con.commit()
+    con.close()
+    manager.groups.pop(g.group_id)  # the worker's memory is gone
+    await host.core.adopt(g.group_id)  # a replacement worker adopts it from disk + store
+    names = [
+        c["name"] for c in (await client.call_tool(g, m, "list_contacts")).structured["result"]
+    ]
+    assert "Durable" in names and "Torn" not in names
+    await asyncio.sleep(0)
