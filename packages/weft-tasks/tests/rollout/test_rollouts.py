@@ -276,3 +276,26 @@ async def test_react_with_the_reference_policy_passes_without_any_llm(megamcp, m
     assert all(s.outcome.passed for s in trace.segments) and trace.final.passed
     assert trace_ledger_problems(trace.messages, trace.ledger) == []
     assert trace.messages[0].role == "system"
+
+
+async def test_a_task_on_an_unregistered_mcp_fails_alone_and_the_batch_goes_on(megamcp, tmp_path):
+    client, graph = megamcp
+    bad_node = graph.nodes[2].model_copy(
+        update={"task": graph.nodes[2].task.model_copy(update={"mcp": "no_such_mcp"})}
+    )
+    bad = graph.model_copy(
+        update={"id": "broken", "nodes": [*graph.nodes[:2], bad_node], "content_hash": None}
+    ).sealed()
+    plans = plan_rollouts([bad, graph], [("agentic", "full")], ["teacher"])
+    report = await run_rollouts(
+        plans,
+        client,
+        {"teacher": ReferenceChainTeacher()},
+        out=tmp_path / "t.jsonl",
+        settings=QUIET,
+    )
+    by_task = {t.task_id: t for t in report.traces}
+    assert "no_such_mcp" in by_task["broken"].error
+    assert not by_task["broken"].error.startswith(INFRA_PREFIX)  # an input error, not retried
+    assert by_task["broken"].infrastructure_retries == 0
+    assert by_task[graph.id].error is None and by_task[graph.id].final.passed
