@@ -39,7 +39,20 @@ def analyze_node(state: EnvSynthState, llm: Any = None) -> dict[str, Any]:
     out = Path(state.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     work = tempfile.mkdtemp(prefix=f".work-{state.spec.slug}-", dir=out)
-    return {"analysis": analysis, "notes": state.notes + notes, "work_dir": work}
+    strategy = "programmatic" if llm is None else model_name(llm)
+    return {
+        "analysis": analysis,
+        "notes": state.notes + notes,
+        "work_dir": work,
+        "strategy": strategy,
+    }
+
+
+def model_name(llm: Any) -> str:
+    """A chat model's name for the manifest's `strategy` field."""
+    return str(
+        getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
+    )
 
 
 def schema_node(state: EnvSynthState, llm: Any = None) -> dict[str, Any]:
