@@ -76,3 +76,25 @@ async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, 
             assert "w1" in (await client.call_tool(f, rec.mcp_id, "list_contacts")).text
         await client.restore(groups[1], snap)
         await client.close(groups[2])
+
+        # Draining a worker (what an unhealthy verdict does) moves its groups; tokens keep working.
+        workers = await _workers(host)
+        busy = max(workers, key=lambda w: w["groups"])
+        async with httpx.AsyncClient() as http:
+            resp = await http.post(
+                f"{host.url}/admin/workers/{busy['index']}/drain",
+                headers={"Authorization": f"Bearer {host.admin_token}"},
+            )
+            assert resp.status_code == 200 and resp.json()["groups_left"] == 0, resp.text
+        for g in [groups[0], groups[1], *forks]:
+            fresh = MegaMCPClient(host.url, host.admin_token)
+            try:
+                res = await fresh.call_tool(g, rec.mcp_id, "list_contacts")
+            finally:
+                await fresh.aclose()
+            assert not res.is_error, res.text
+        after = {w["index"]: w for w in await _workers(host)}
+        assert after[busy["index"]]["groups"] == 0 and not after[busy["index"]]["accepting"]
+        g_new = await client.create_group([rec.mcp_id])
+        assert not (await client.call_tool(g_new, rec.mcp_id, "list_contacts")).is_error
+        assert after[busy["index"]]["groups"] == 0

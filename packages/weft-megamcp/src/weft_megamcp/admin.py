@@ -178,6 +178,11 @@ def build_admin(core: HostCore) -> FastAPI:
         await core.recovery.flush(group)
         return await core.recovery.wait_durable(group, timeout=core.settings.call_timeout_s)
 
+    @r.post("/groups/{group_id}/release")
+    async def release(group_id: str) -> dict[str, str]:
+        await core.recovery.release(group_id)
+        return {"group_id": group_id, "status": "released"}
+
     @r.post("/groups/{group_id}/adopt")
     async def adopt(group_id: str) -> GroupInfo:
         await core.adopt(group_id)

@@ -401,6 +401,15 @@ class GroupManager:
                 group.save()
         self.groups.pop(group_id, None)
 
+    async def release(self, group_id: str) -> None:
+        """Stop serving a group here without closing it (it moves to another worker)."""
+        group = self.get(group_id)
+        async with await self._quiesce(group):
+            for s in group.sessions.values():
+                self._by_token.pop(s.token_sha, None)
+            group.save()
+        self.groups.pop(group_id, None)
+
     async def close_all(self) -> None:
         for gid in list(self.groups):
             with contextlib.suppress(Exception):  # closing on shutdown is best effort per group

@@ -30,6 +30,8 @@ from starlette.types import Receive, Scope, Send
 from weft_megamcp._session import token_sha
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
+from weft_megamcp.exceptions import MegaMCPUserError
+from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
 from weft_megamcp.host import bind_socket, url_of
 from weft_megamcp.settings import MegaMCPSettings
 
@@ -76,6 +78,10 @@ class Worker:
     url: str
     groups: set[str] = field(default_factory=set)
     healthy: bool = True
+    state: WorkerState = field(default_factory=lambda: WorkerState(worker_id="?"))
+
+    def __post_init__(self) -> None:
+        self.state.worker_id = str(self.index)
 
 
 class Master:
@@ -102,6 +108,9 @@ class Master:
         self._next_index = 0
         self._supervisor: asyncio.Task[Any] | None = None
         self.replacements = 0
+        self.policy = PlacementPolicy()
+        self.group_sessions: dict[str, dict[str, str]] = {}  # group -> {session_id: mcp key}
+        self.migrations = 0
 
     # ---- workers ------------------------------------------------------------------------------
 
@@ -139,21 +148,59 @@ class Master:
         self.workers[index] = worker
         return worker
 
-    async def _place(self) -> Worker:
+    def _mcp_key(self, key: str) -> tuple[str, bool]:
+        """('mcp@version', shared) for a group request key 'id' or 'id@version'."""
+        mcp_id, _, ver = key.partition("@")
+        rec = self.core.registry.get(mcp_id, int(ver) if ver.isdigit() else None)
+        full = f"{rec.mcp_id}@{rec.version}"
+        screen = rec.metadata.get("screen") or {}
+        self.policy.caps.setdefault(full, int(screen.get("cap") or self.policy.default_cap))
+        shared = screen.get("tier", "shared_process") == "shared_process" and rec.kind != "command"
+        return full, shared
+
+    def _fits(self, worker: Worker, keys: list[str]) -> bool:
+        if not worker.state.healthy or not worker.state.accepting or not worker.process.is_alive():
+            return False
+        counts: dict[str, int] = {}
+        for k in keys:
+            counts[k] = counts.get(k, 0) + 1
+        within_caps = all(
+            worker.state.instances_of(k) + n <= self.policy.cap_of(k) for k, n in counts.items()
+        )
+        return within_caps and len(worker.state.sessions) + len(keys) <= worker.state.capacity
+
+    async def _place(self, keys: list[str] | None = None) -> Worker:
+        """The least-loaded healthy worker that stays within every MCP's load-class cap;
+        a new worker is forked on demand (up to --workers) when none fits or all are busy."""
+        keys = keys or []
         async with self._lock:
-            live = [w for w in self.workers.values() if w.healthy and w.process.is_alive()]
-            if not live or (len(self.workers) < self.max_workers and all(w.groups for w in live)):
+            live = [w for w in self.workers.values() if self._fits(w, keys)]
+            if len(self.workers) < self.max_workers and (not live or all(w.groups for w in live)):
                 index = self._next_index
                 self._next_index += 1
                 return await self._fork_worker(index)  # on demand: a new worker for new load
+            if not live:
+                raise NoPlacementError(
+                    f"no healthy worker has room for a group of {sorted(set(keys))}"
+                )
+            if keys:
+                first = self.policy.choose(keys[0], [w.state for w in live])
+                return next(w for w in live if w.state is first)
             return min(live, key=lambda w: len(w.groups))
 
     async def _supervise(self) -> None:
+        ticks = 0
         while True:
             await asyncio.sleep(0.2)
+            ticks += 1
             for index, worker in list(self.workers.items()):
                 if not worker.process.is_alive() and index not in self._replacing:
                     await self._replace(index)
+            if ticks % 10 == 0:
+                try:
+                    await self._poll_health()
+                except Exception:
+                    log.exception("health poll failed")
 
     async def _replace(self, index: int) -> None:
         dead = self.workers[index]
@@ -169,6 +216,7 @@ class Master:
                 )
                 if resp.status_code == 200:
                     new.groups.add(gid)
+                    new.state.sessions.update(self.group_sessions.get(gid, {}))
                 else:
                     log.error("replacement worker could not adopt %s: %s", gid, resp.text)
         finally:
@@ -209,10 +257,97 @@ class Master:
 
     def _remember(self, worker: Worker, handles: list[dict[str, Any]]) -> None:
         for h in handles:
-            worker.groups.add(h["group_id"])
-            self.group_worker[h["group_id"]] = worker.index
+            gid = h["group_id"]
+            worker.groups.add(gid)
+            self.group_worker[gid] = worker.index
+            shared: dict[str, str] = {}
             for s in h["sessions"].values():
-                self.token_group[token_sha(s["token"])] = h["group_id"]
+                self.token_group[token_sha(s["token"])] = gid
+                key, is_shared = self._mcp_key(f"{s['mcp_id']}@{s['version']}")
+                if is_shared:  # dedicated sessions run in their own processes: no shared cap
+                    shared[s["session_id"]] = key
+            self.group_sessions[gid] = shared
+            worker.state.sessions.update(shared)
+
+    def _forget(self, worker: Worker, gid: str) -> None:
+        worker.groups.discard(gid)
+        for sid in self.group_sessions.get(gid, {}):
+            worker.state.sessions.pop(sid, None)
+
+    # ---- health and migration -----------------------------------------------------------------
+
+    async def _poll_health(self) -> None:
+        for w in list(self.workers.values()):
+            if not w.process.is_alive() or not w.state.accepting:
+                continue
+            try:
+                data = (await self.http.get(f"{w.url}/health", timeout=5)).json()
+                w.healthy = w.state.healthy = bool(data.get("healthy", True))
+            except (httpx.HTTPError, ValueError):
+                continue
+        if any(
+            w.groups and (not w.state.healthy or not w.state.accepting)
+            for w in self.workers.values()
+        ):
+            await self._migrate_off_unhealthy()
+
+    async def _migrate_off_unhealthy(self) -> None:
+        for w in self.workers.values():
+            if not w.state.accepting:
+                w.state.healthy = False
+        plan = self.policy.plan_migrations([w.state for w in self.workers.values()])
+        targets: dict[str, int] = {}
+        for move in plan.moves:
+            gid = next((g for g, ss in self.group_sessions.items() if move.session_id in ss), None)
+            if gid is not None:
+                targets.setdefault(gid, int(move.target))
+        healthy = [x for x in self.workers.values() if x.state.healthy and x.process.is_alive()]
+        for w in self.workers.values():
+            if not w.state.healthy and healthy:
+                for gid in w.groups:  # groups with only dedicated sessions have no cap accounting
+                    targets.setdefault(gid, min(healthy, key=lambda x: len(x.groups)).index)
+        for gid, target in targets.items():
+            await self._migrate(gid, self.workers[target])
+        for sid in plan.stranded:
+            log.error(
+                "session %s is stranded on an unhealthy worker: no healthy worker has room", sid
+            )
+
+    async def _migrate(self, gid: str, target: Worker) -> None:
+        """Source flushes checkpoints and lets go; target steals the leases and resumes."""
+        source = self.workers[self.group_worker[gid]]
+        if source is target:
+            return
+        url = f"{source.url}/admin/groups/{gid}/release"
+        resp = await self.http.post(url, headers=self._admin_headers())
+        if resp.status_code != 200:
+            log.error("worker %d could not release %s: %s", source.index, gid, resp.text)
+            return
+        url = f"{target.url}/admin/groups/{gid}/adopt"
+        resp = await self.http.post(url, headers=self._admin_headers())
+        if resp.status_code != 200:
+            log.error("worker %d could not adopt %s: %s", target.index, gid, resp.text)
+            return
+        self._forget(source, gid)
+        target.groups.add(gid)
+        target.state.sessions.update(self.group_sessions.get(gid, {}))
+        self.group_worker[gid] = target.index
+        self.migrations += 1
+
+    async def drain(self, index: int) -> dict[str, Any]:
+        """Stop placing on a worker and move its groups to the others (operator action)."""
+        worker = self.workers.get(index)
+        if worker is None:
+            raise MegaMCPUserError(f"no worker {index}")
+        worker.state.accepting = False
+        worker.healthy = worker.state.healthy = False
+        if not any(w.state.accepting and w.process.is_alive() for w in self.workers.values()):
+            async with self._lock:
+                i = self._next_index
+                self._next_index += 1
+                await self._fork_worker(i)
+        await self._migrate_off_unhealthy()
+        return {"index": index, "groups_left": len(worker.groups)}
 
     # ---- ASGI ---------------------------------------------------------------------------------
 
@@ -232,12 +367,17 @@ class Master:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         path: str = scope.get("path", "")
-        if path == "/admin/workers" or path == "/admin/groups" or _GROUP_PATH.match(path):
+        if path.startswith("/admin/workers") or path == "/admin/groups" or _GROUP_PATH.match(path):
             if not self._is_admin(scope):
                 await self._json(send, 401, {"detail": "admin token missing or wrong"})
                 return
             if path == "/admin/workers":
                 await self._json(send, 200, self.workers_info())
+            elif path.startswith("/admin/workers/") and path.endswith("/drain"):
+                try:
+                    await self._json(send, 200, await self.drain(int(path.split("/")[3])))
+                except (ValueError, MegaMCPUserError) as exc:
+                    await self._json(send, 404, {"error": "NotFoundError", "detail": str(exc)})
             else:
                 await self._group_admin(scope, receive, send, path)
             return
@@ -260,6 +400,9 @@ class Master:
                 "alive": w.process.is_alive(),
                 "url": w.url,
                 "groups": len(w.groups),
+                "healthy": w.state.healthy,
+                "accepting": w.state.accepting,
+                "sessions": len(w.state.sessions),
             }
             for w in self.workers.values()
         ]
@@ -310,7 +453,20 @@ class Master:
         body = await self._body(receive)
         if path == "/admin/groups":
             if scope["method"] == "POST":
-                worker = await self._place()
+                try:
+                    requested = json.loads(body or b"{}").get("mcps", {})
+                    keys = [k for k, shared in map(self._mcp_key, requested) if shared]
+                    worker = await self._place(keys)
+                except (ValueError, AttributeError, TypeError):
+                    detail = "body must be a JSON CreateGroupRequest"
+                    await self._json(send, 400, {"error": "MegaMCPUserError", "detail": detail})
+                    return
+                except (MegaMCPUserError, NoPlacementError) as exc:
+                    status = 503 if isinstance(exc, NoPlacementError) else 404
+                    await self._json(
+                        send, status, {"error": type(exc).__name__, "detail": str(exc)}
+                    )
+                    return
                 resp = await self._forward(worker, scope, body)
                 if resp.status_code == 200:
                     self._remember(worker, [resp.json()])
@@ -349,8 +505,9 @@ class Master:
         if resp.status_code == 200 and action == "/fork":
             self._remember(worker, resp.json())
         if resp.status_code == 200 and action == "/close":
-            worker.groups.discard(gid)
+            self._forget(worker, gid)
             self.group_worker.pop(gid, None)
+            self.group_sessions.pop(gid, None)
         await self._relay(send, resp)
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -117,6 +117,23 @@ class SessionRecovery:
             out[m] = s.state_version
         return out
 
+    async def release(self, group_id: str) -> None:
+        """Hand a group over: make every write durable, stop its checkpointers, drop it here."""
+        group = self.manager.get(group_id)
+        await self.manager._ensure_loaded(group)
+        async with await self.manager._quiesce(group):
+            for s in group.sessions.values():
+                if s.state_version > 0:
+                    ck = self._checkpointer(s)
+                    if ck.durable_version < s.state_version:
+                        ck.notify_mutation(s.state_version)
+                    await ck.flush()
+        for s in group.sessions.values():
+            ck = self.checkpointers.pop(s.session_id, None)
+            if ck is not None:
+                await ck.close()
+        await self.manager.release(group_id)
+
     async def _on_close(self, group: HostedGroup) -> None:
         for s in group.sessions.values():
             ck = self.checkpointers.pop(s.session_id, None)
