@@ -22,6 +22,7 @@ class BundleView:
     contracts: ContractSet
     manifest: EnvBundleManifest | None = None
     _rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def mcp(self) -> str:

@@ -9,15 +9,23 @@ initial and final DB, workspace and ledger.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from weft_core.exceptions import WeftRuntimeError
 from weft_core.models import AtomicTask, Check, EvaluationResult, ValidationEvidence
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import input_values, render_checks, run_calls
 from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256, megamcp_client
+
+
+async def close_quietly(client: Any, group: Any) -> None:
+    """Close a finished group; a failing close never changes the task's verdict."""
+    with contextlib.suppress(WeftRuntimeError):
+        await client.close(group)
 
 
 def checks_payload(checks: Sequence[Check], mcp_id: str | None = None) -> list[dict[str, Any]]:
@@ -75,7 +83,7 @@ class MegaMCPValidator:
                 await self.client.freeze(group)
                 res = await self.client.verify(group)
             finally:
-                await self.client.close(group)
+                await close_quietly(self.client, group)
         if getattr(res, "error", None):
             return ValidationEvidence(
                 passed=False,

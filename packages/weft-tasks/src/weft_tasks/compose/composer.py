@@ -20,11 +20,13 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, TypeAdapter
 
 from weft_core.models import (
+    AllowedChange,
     AtomicTask,
     Check,
     EdgeKind,
     Entity,
     EntityBinding,
+    NoOtherChanges,
     TaskEdge,
     TaskGraph,
     TaskInput,
@@ -32,7 +34,7 @@ from weft_core.models import (
 )
 from weft_tasks.atomic._llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
-from weft_tasks.atomic.execution import render, render_checks
+from weft_tasks.atomic.execution import render, render_checks, template_names
 from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
 from weft_tasks.compose.links import input_fields, link_fields, link_key, output_fields
 from weft_tasks.exceptions import LLMOutputError
@@ -92,16 +94,14 @@ def _binding_key(bundle: BundleView, entity: str, field: str) -> str | None:
 
 
 def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> EntityBinding | None:
-    """The business object most MCPs of the pool share, valued from a real fixture row of the
-    MCP where its key is unique."""
+    """The business object most MCPs of the pool share, valued from a real fixture row of an
+    MCP where the object's key is unique; refs list that home MCP first."""
     refs_by_key: dict[str, dict[str, str]] = {}
     for m, b in bundles.items():
         for f in link_fields(b):
             short = f.key.split(".")[-1]
-            e = _entity(b, f.entity)
-            unique = bool(e and e.field(f.field).unique)
             cur = refs_by_key.setdefault(short, {})
-            if m not in cur or unique:
+            if m not in cur or _unique(b, f.entity, f.field):
                 cur[m] = f.entity
     keys = sorted(
         (k for k, r in refs_by_key.items() if len(r) >= 2), key=lambda k: (-len(refs_by_key[k]), k)
@@ -111,22 +111,34 @@ def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> En
         for task in pool:
             b = bundles.get(task.mcp)
             table = refs.get(task.mcp)
-            if b is None or table is None or table not in task.seed_rows:
+            if b is None or table is None or not task.seed_rows.get(table):
                 continue
             e = _entity(b, table)
-            fields = [f for f in (e.fields if e else []) if _binding_key(b, table, f.name) == key]
-            if not fields or not fields[0].unique:
+            if e is None:
                 continue
             row = task.seed_rows[table][0]
-            value: dict[str, Any] = {key: row.get(fields[0].name)}
-            if e is not None and any(f.name == "name" for f in e.fields) and row.get("name"):
-                value["name"] = row["name"]
-            if value[key] is None:
+            value: dict[str, Any] = {}
+            for f in e.fields:
+                k = _binding_key(b, table, f.name)
+                if k and row.get(f.name) is not None and (k == "name" or k in refs_by_key):
+                    value.setdefault(k, row[f.name])
+            anchor = [f for f in e.fields if _binding_key(b, table, f.name) == key]
+            if key not in value or not anchor or not _unique(b, table, anchor[0].name):
                 continue
-            # refs list the home MCP (where the key is unique and the values come from) first
             ordered = {task.mcp: table} | {m: t for m, t in sorted(refs.items()) if m != task.mcp}
             return EntityBinding(name=table, entity=table, value=value, refs=ordered)
     return None
+
+
+def _unique(bundle: BundleView, entity: str, field: str) -> bool:
+    e = _entity(bundle, entity)
+    if e is None:
+        return False
+    try:
+        f = e.field(field)
+    except KeyError:
+        return False
+    return f.unique or f.primary_key or field == e.key
 
 
 def _deep_replace(value: Any, renames: dict[str, str]) -> Any:
@@ -159,17 +171,21 @@ def align_task(
         return task, {}  # about another object of that table: stays independent
     renames: dict[str, str] = {}
     aligned: dict[str, str] = {}
+    # values an update sets are new values by definition, never the bound object's own
+    changed = {
+        n
+        for call in task.reference_calls
+        if (c := bundle.contract(call.tool)) is not None and c.operation in ("update", "action")
+        for n in template_names(call.arguments)
+    }
     for name, (entity, field, role) in input_fields(task, bundle).items():
         if entity != table:
             continue
         key = _binding_key(bundle, entity, field)
         if key is None or key not in binding.value:
             continue
-        try:
-            unique = ent.field(field).unique
-        except KeyError:
-            continue
-        if role == "value" and (unique or key == "name"):
+        unique = _unique(bundle, entity, field)
+        if role == "value" and (unique or key == "name" or name in changed):
             continue  # a second object with the bound unique key would collide; names are not identity
         old = next((i.value for i in task.inputs if i.name == name), None)
         new = binding.value[key]
@@ -319,6 +335,7 @@ def assemble(
                 e.source == a.id and e.target == b.id for e in edges
             ):
                 edges.append(TaskEdge(source=a.id, target=b.id, kind=EdgeKind.STATE))
+    nodes = _accumulate_allowed(nodes)
     used = {n.task.mcp for n in nodes}
     bindings = []
     if binding is not None and len(used & set(binding.refs)) >= 1:
@@ -337,6 +354,30 @@ def assemble(
     )
     order = stable_order(graph)
     return graph.model_copy(update={"order": order or []})
+
+
+def _accumulate_allowed(nodes: list[TaskNode]) -> list[TaskNode]:
+    """A node's "no other changes" condition is checked on the diff from the initial state, so
+    it must also allow what earlier nodes on the same MCP were allowed to change."""
+    earlier: dict[str, list[AllowedChange]] = {}
+    out = []
+    for n in nodes:
+        prior = earlier.setdefault(n.task.mcp, [])
+        checks: list[Check] = []
+        for c in n.checks:
+            if isinstance(c, NoOtherChanges):
+                merged = list(c.allowed) + [a for a in prior if a not in c.allowed]
+                c = c.model_copy(update={"allowed": merged})
+            checks.append(c)
+        for c in n.checks:
+            if isinstance(c, NoOtherChanges):
+                prior.extend(a for a in c.allowed if a not in prior)
+        if n.task.writes:
+            prior.extend(
+                a for a in (AllowedChange(table=t) for t in n.task.entities) if a not in prior
+            )
+        out.append(n.model_copy(update={"checks": checks}))
+    return out
 
 
 def _home(

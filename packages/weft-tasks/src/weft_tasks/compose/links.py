@@ -37,8 +37,12 @@ def link_key(entity: Entity, field_name: str) -> str | None:
         f = entity.field(field_name)
     except KeyError:
         return None
-    if f.type != "string" or f.primary_key or field_name == entity.key or f.foreign_key:
+    if f.type != "string" or f.foreign_key:
         return None
+    if f.primary_key or field_name == entity.key:
+        # ids identify an object across services only between entities of the same name
+        # (envsynth seeds customer CUS-0001 identically in every bundle that has customers)
+        return f"{entity.name}.{field_name}"
     name = field_name.lower()
     for key in STRONG_KEYS:
         if re.search(rf"(^|_){key}($|_)", name):
@@ -57,10 +61,14 @@ class FieldRef:
 
 
 def link_fields(bundle: BundleView) -> list[FieldRef]:
+    if "link_fields" not in bundle.memo:
+        bundle.memo["link_fields"] = _link_fields(bundle)
+    return list(bundle.memo["link_fields"])
+
+
+def _link_fields(bundle: BundleView) -> list[FieldRef]:
     out = []
     for e in bundle.entities.entities:
-        if e.reference_data:
-            continue
         for f in e.fields:
             k = link_key(e, f.name)
             if k:
@@ -143,9 +151,29 @@ def input_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, s
             entity = m.entity or contract.entity
             if not entity or not m.field:
                 continue
+            entity, field = _referenced(bundle, entity, m.field, m.role)
             for name in template_names(value):
-                out.setdefault(name, (entity, m.field, m.role))
+                out.setdefault(name, (entity, field, m.role))
     return out
+
+
+def _referenced(bundle: BundleView, entity: str, field: str, role: str) -> tuple[str, str]:
+    """A reference or filter on a foreign key names the referenced object: deal.customer_id ->
+    customer.customer_id."""
+    if role not in ("reference", "filter", "key"):
+        return entity, field
+    try:
+        fk = bundle.entities.entity(entity).field(field).foreign_key
+    except KeyError:
+        return entity, field
+    if not fk:
+        return entity, field
+    parent, _, pfield = fk.partition(".")
+    try:
+        pfield = pfield or bundle.entities.entity(parent).key
+    except KeyError:
+        return entity, field
+    return parent, pfield
 
 
 def output_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, str]]:

@@ -20,11 +20,17 @@ from pydantic import BaseModel, Field
 
 from weft_core.models import AtomicTask
 from weft_tasks.atomic.library import MCPLibrary
-from weft_tasks.compose.links import complementary_score, redundancy_score, shared_entity_score
+from weft_tasks.compose.links import (
+    complementary_score,
+    linked,
+    redundancy_score,
+    shared_entity_score,
+)
 from weft_tasks.compose.profiles import Profile
 
 # Weights of the combination ranking; underrepresentation leads so coverage broadens.
-W_UNDER, W_SHARED, W_COMPLEMENT, W_REDUNDANT = 1.0, 0.6, 0.3, 0.5
+W_UNDER, W_SHARED, W_COMPLEMENT, W_REDUNDANT = 1.0, 1.0, 0.3, 0.5
+DOMAIN_SETS = 40
 MAX_COMBINATIONS = 300
 
 
@@ -99,14 +105,35 @@ class CoverageSampler:
         self, shape: Shape, exclude: set[frozenset[str]] | None = None
     ) -> list[str] | None:
         """The least-used domains (relative to capacity) that together hold enough MCPs."""
+        found = self.domain_sets(shape, 1, exclude)
+        return found[0] if found else None
+
+    def domain_sets(
+        self, shape: Shape, limit: int = DOMAIN_SETS, exclude: set[frozenset[str]] | None = None
+    ) -> list[list[str]]:
+        """Up to `limit` domain sets of the shape's breadth, least-used first."""
         doms = self.domains
         ranked = sorted(doms, key=lambda d: self.domain_rate(d) + 0.05 * self.rng.random())
+        out: list[list[str]] = []
         for combo in islice(combinations(ranked, shape.domains), MAX_COMBINATIONS):
             if exclude and frozenset(combo) in exclude:
                 continue
             if sum(len(doms[d]) for d in combo) >= shape.mcps:
-                return list(combo)
-        return None
+                out.append(list(combo))
+                if len(out) >= limit:
+                    break
+        return out
+
+    def candidates(self, shape: Shape) -> list[Combination]:
+        """Ranked combinations over the least-used domain sets: the judge sees the best first."""
+        out: list[Combination] = []
+        for rank, domains in enumerate(self.domain_sets(shape)):
+            for c in self.combinations(shape, domains):
+                # less-used domain sets keep a bonus so usage still steers the draw
+                c.score += 0.3 * (1 - rank / DOMAIN_SETS)
+                out.append(c)
+        out.sort(key=lambda c: -c.score)
+        return out
 
     def combinations(self, shape: Shape, domains: Sequence[str]) -> list[Combination]:
         """MCP combinations over exactly `domains`, with capacity for the surplus, best first."""
@@ -119,12 +146,13 @@ class CoverageSampler:
             if doms != set(domains) or sum(self.capacity[m] for m in combo) < shape.tasks:
                 continue
             bundles = [self.libs[m].bundle for m in combo]
+            connected = 1.0 if linked([b for b in bundles if b.entities.entities]) else 0.0
             under = sum(1 / (1 + self.mcp_rate(m)) for m in combo) / len(combo)
             shared = shared_entity_score(bundles)
             comp = complementary_score(bundles)
             red = redundancy_score(bundles)
             surplus_ok = 1.0 if sum(self.capacity[m] for m in combo) >= need else 0.0
-            score = (
+            score = connected + (
                 W_UNDER * under
                 + W_SHARED * shared
                 + W_COMPLEMENT * comp
@@ -142,6 +170,7 @@ class CoverageSampler:
                         "complementary": comp,
                         "redundancy": red,
                         "surplus": surplus_ok,
+                        "connected": connected,
                     },
                 )
             )

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from weft_core.models import Check, CheckOutcome, SnapshotRef, TaskGraph
 from weft_tasks.atomic.execution import run_calls
 from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256
-from weft_tasks.atomic.validation import checks_payload
+from weft_tasks.atomic.validation import checks_payload, close_quietly
 from weft_tasks.grounding.schema import SchemaIssue, build_db
 
 FINAL = "final"
@@ -121,7 +121,7 @@ async def replay(
         return report
     finally:
         report.calls = caller.calls
-        await client.close(group)
+        await close_quietly(client, group)
 
 
 def write_snapshots(

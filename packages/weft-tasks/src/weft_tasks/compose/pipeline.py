@@ -1,0 +1,291 @@
+"""Compose a corpus: quotas -> sampling -> coherence -> composition -> grounding -> replay.
+
+Every rejection is counted with its reason and the sample is redrawn within its profile; no
+rejected task is ever written. Accepted task graphs are written to `OUT/tasks/<id>.json` with
+their initial snapshots stored in MegaMCP (and a copy under `OUT/snapshots/<sha256>.sqlite`).
+Sampling, composition and grounding run in order (usage must be updated before the next
+draw); the MegaMCP replays of accepted samples run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field
+
+from weft_core.exceptions import WeftRuntimeError
+from weft_core.models import Check, Disclosure, TaskGraph, ViewMode, atomic_write_text
+from weft_tasks.atomic.library import MCPLibrary
+from weft_tasks.atomic.megamcp import Registrar
+from weft_tasks.compose.coherence import check_coherence
+from weft_tasks.compose.composer import CompositionState, compose_graph
+from weft_tasks.compose.profiles import DEFAULT_PROFILES, Profile, ProfileSet, largest_remainder
+from weft_tasks.compose.sampler import CoverageSampler
+from weft_tasks.compose.stats import CorpusStats, corpus_stats
+from weft_tasks.exceptions import ExecutionError
+from weft_tasks.grounding.agent import GroundingState, ground
+from weft_tasks.grounding.reachability import register_snapshots, replay, write_snapshots
+from weft_tasks.settings import TasksSettings
+
+ROUND_NAMES = ("i", "ii", "iii")
+INFRA_STREAK_LIMIT = 20
+
+
+class CorpusReport(BaseModel):
+    requested: int
+    quotas: dict[str, int]
+    produced: dict[str, int]
+    rejections: dict[str, int] = Field(default_factory=dict)
+    grounding: dict[str, int] = Field(
+        default_factory=dict, description="Rounds kept / rows dropped by checks."
+    )
+    tasks: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+    stats: CorpusStats | None = None
+
+
+class _Job(BaseModel):
+    graph: TaskGraph
+    grounding: GroundingState
+
+
+def _reason(text: str) -> str:
+    return text.split(":")[0].strip()
+
+
+def _with_mcp_ids(graph: TaskGraph, ids: dict[str, str]) -> TaskGraph:
+    """Node checks name the MegaMCP mcp id (the group verifier's evidence key)."""
+    if all(ids.get(m, m) == m for m in graph.mcps):
+        return graph
+    nodes = []
+    for n in graph.nodes:
+        checks: list[Check] = [
+            c.model_copy(update={"mcp": ids.get(c.mcp or "", c.mcp)}) for c in n.checks
+        ]
+        nodes.append(n.model_copy(update={"checks": checks}))
+    return graph.model_copy(update={"nodes": nodes})
+
+
+class Composer:
+    """Produces one corpus against one MegaMCP client."""
+
+    def __init__(
+        self,
+        libraries: Sequence[MCPLibrary],
+        client: Any,
+        out: Path,
+        *,
+        profiles: ProfileSet = DEFAULT_PROFILES,
+        llm: BaseChatModel | None = None,
+        settings: TasksSettings | None = None,
+        on_task: Callable[[TaskGraph], None] | None = None,
+    ) -> None:
+        self.settings = settings or TasksSettings()
+        self.libs = [lib for lib in libraries if lib.tasks]
+        self.client = client
+        self.out = out
+        self.profiles = profiles
+        self.llm = llm
+        self.on_task = on_task
+        self.registrar = Registrar(client)
+        self.sampler = CoverageSampler(
+            self.libs, surplus=self.settings.surplus, seed=self.settings.seed
+        )
+        self.rejections: Counter[str] = Counter()
+        self.grounding: Counter[str] = Counter()
+        self.accepted: list[TaskGraph] = []
+        self.diagnostics: list[str] = []
+        self._infra_streak = 0
+        self._sem = asyncio.Semaphore(self.settings.concurrency)
+        self._serial = 0
+
+    def reject(self, reason: str) -> None:
+        self.rejections[reason] += 1
+
+    # ------------------------------------------------------------------ one sample
+    def sample(self, profile: Profile) -> _Job | None:
+        """Sampling, coherence, composition and grounding of one candidate; None = rejected."""
+        libs = self.sampler.libs
+        shape = self.sampler.shape(profile)
+        if shape is None:
+            self.reject("profile infeasible for these libraries")
+            return None
+        candidates = self.sampler.candidates(shape)
+        if not candidates:
+            self.reject("no MCP combination fits the profile")
+            return None
+        for combo in candidates[: self.settings.coherence_attempts]:
+            coherence = check_coherence([libs[m].bundle for m in combo.mcps], self.llm)
+            if coherence.rejection or coherence.verdict is None:
+                self.reject(_reason(coherence.rejection or "incoherent combination"))
+                continue
+            self.sampler.commit(combo, shape.tasks)  # usage first, then draw tasks
+            pool = self.sampler.draw(combo, shape.tasks)
+            self._serial += 1
+            gid = f"{profile.name.lower()}-{self.settings.seed}-{self._serial:05d}"
+            bundles = {m: libs[m].bundle for m in combo.mcps}
+            state = compose_graph(
+                CompositionState(
+                    graph_id=gid,
+                    profile=profile.name,
+                    objective=coherence.verdict.objective,
+                    nodes_wanted=shape.tasks,
+                    pool=pool,
+                ),
+                bundles,
+                self.llm,
+            )
+            if state.graph is None or state.issues:
+                kinds = sorted({i.kind for i in state.issues}) or ["no graph"]
+                self.reject(f"graph check: {kinds[0]}")
+                return None
+            grounded = ground(
+                state.graph,
+                {m: bundles[m] for m in state.graph.mcps},
+                self.llm,
+                distractors=self.settings.distractors_per_table,
+            )
+            if grounded.failed:
+                self.reject("ungroundable state")
+                return None
+            self.grounding["rows dropped by schema checks"] += len(grounded.issues)
+            return _Job(graph=state.graph, grounding=grounded)
+        return None
+
+    # ------------------------------------------------------------------ snapshots + replay
+    async def finish(self, job: _Job) -> TaskGraph | None:
+        try:
+            graph = await self._finish(job)
+        except WeftRuntimeError as exc:
+            # the host failed, not the task: count it, go on, and stop only if it keeps failing
+            self.reject("infrastructure error")
+            self.diagnostics.append(f"{job.graph.id}: infrastructure: {exc}")
+            self._infra_streak += 1
+            if self._infra_streak >= INFRA_STREAK_LIMIT:
+                raise ExecutionError(
+                    f"MegaMCP failed {self._infra_streak} times in a row; last: {exc}"
+                ) from None
+            return None
+        self._infra_streak = 0
+        return graph
+
+    async def _finish(self, job: _Job) -> TaskGraph | None:
+        graph = job.graph
+        bundle_paths = {m: self.sampler.libs[m].bundle.path for m in graph.mcps}
+        async with self._sem:
+            ids = {m: await self.registrar.mcp_id(p) for m, p in bundle_paths.items()}
+            graph = _with_mcp_ids(graph, ids)
+            last_error = ""
+            for upto in (3, 2, 1):  # fall back to fewer rounds when history breaks a condition
+                rows = job.grounding.rows(upto)
+                files, issues = await asyncio.to_thread(
+                    write_snapshots, rows, bundle_paths, self.out / "snapshots"
+                )
+                if issues:
+                    self.grounding["rows dropped by schema checks"] += len(issues)
+                refs = await register_snapshots(self.client, self.registrar, files, bundle_paths)
+                report = await replay(
+                    self.client,
+                    self.registrar,
+                    graph,
+                    {m: r.uri for m, r in refs.items()},
+                    bundle_paths,
+                )
+                if report.passed:
+                    self.grounding[f"kept rounds i-{ROUND_NAMES[upto - 1]}"] += 1
+                    keep = set(report.final_passing)
+                    final = [c for n in graph.nodes for c in n.checks if c.id in keep]
+                    graph = graph.model_copy(
+                        update={"initial_snapshots": refs, "final_checks": final}
+                    )
+                    return graph
+                last_error = report.diagnostic
+        self.reject("unreachable state")
+        self.diagnostics.append(f"{graph.id}: {last_error}")
+        return None
+
+    def _save(self, graph: TaskGraph) -> TaskGraph:
+        try:
+            from weft_tasks.views import build_view
+
+            graph = graph.model_copy(
+                update={"views": [build_view(graph, ViewMode.AGENTIC, Disclosure.FULL)]}
+            )
+        except Exception as exc:
+            self.grounding[f"view not built: {type(exc).__name__}"] += 1
+        graph = graph.sealed()
+        graph.save(self.out / "tasks" / f"{graph.id}.json")
+        return graph
+
+    # ------------------------------------------------------------------ corpus
+    async def run(self, n: int, on_progress: Callable[[], None] | None = None) -> CorpusReport:
+        started = time.perf_counter()
+        quotas = largest_remainder(n, self.profiles.targets)
+        produced: Counter[str] = Counter()
+        for profile in self.profiles.profiles:
+            quota = quotas[profile.name]
+            inflight: set[asyncio.Task[TaskGraph | None]] = set()
+            attempts = 0
+            limit = max(1, quota) * self.settings.max_attempts_factor
+            while produced[profile.name] < quota:
+                while (
+                    produced[profile.name] + len(inflight) < quota
+                    and attempts < limit
+                    and len(inflight) < self.settings.concurrency * 2
+                ):
+                    attempts += 1
+                    job = self.sample(profile)
+                    if job is not None:
+                        inflight.add(asyncio.create_task(self.finish(job)))
+                if not inflight:
+                    if produced[profile.name] < quota:
+                        self.rejections[f"quota unmet ({profile.name})"] += (
+                            quota - produced[profile.name]
+                        )
+                    break
+                done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    g = t.result()
+                    if g is not None:
+                        g = self._save(g)
+                        self.accepted.append(g)
+                        self.sampler.record([nd.task for nd in g.nodes])
+                        produced[profile.name] += 1
+                        if self.on_task:
+                            self.on_task(g)
+                        if on_progress:
+                            on_progress()
+        report = CorpusReport(
+            requested=n,
+            quotas=quotas,
+            produced=dict(produced),
+            rejections=dict(self.rejections),
+            grounding={k: v for k, v in self.grounding.items() if v},
+            tasks=[g.id for g in self.accepted],
+            seconds=round(time.perf_counter() - started, 3),
+            stats=corpus_stats(self.accepted, self.libs, quotas, self.profiles.targets),
+        )
+        atomic_write_text(self.out / "corpus.json", report.model_dump_json(indent=2))
+        return report
+
+
+async def compose_tasks(
+    libraries: Sequence[MCPLibrary],
+    client: Any,
+    out: str | Path,
+    n: int,
+    *,
+    profiles: ProfileSet = DEFAULT_PROFILES,
+    llm: BaseChatModel | None = None,
+    settings: TasksSettings | None = None,
+) -> tuple[list[TaskGraph], CorpusReport]:
+    """Compose `n` grounded task graphs from `libraries` (see `Composer`)."""
+    composer = Composer(libraries, client, Path(out), profiles=profiles, llm=llm, settings=settings)
+    report = await composer.run(n)
+    return composer.accepted, report
