@@ -149,3 +149,25 @@ async def test_crash_recovery_resumes_from_latest_checkpoint(
     ]
     assert "Durable" in names and "Torn" not in names
     await asyncio.sleep(0)
+
+
+async def test_close_right_after_writes_while_checkpoints_run(
+    client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost
+):
+    """Regression: closing many groups while their debounced checkpoints upload never fails."""
+    m = notes.mcp_id
+    groups = [await client.create_group([m]) for _ in range(8)]
+
+    async def run(i: int, g: GroupHandle) -> None:
+        for j in range(4):
+            await client.call_tool(
+                g, m, "add_contact", {"name": f"c{i}{j}", "email": f"{i}{j}@x.y"}
+            )
+            await client.call_tool(g, m, "write_note", {"path": f"n{j}.txt", "text": "x" * 1000})
+        await asyncio.sleep(0.45 + 0.02 * i)  # land inside the debounce / upload window
+        await client.close(g)
+
+    await asyncio.gather(*(run(i, g) for i, g in enumerate(groups)))
+    assert host.core is not None
+    assert not any(gid in host.core.manager.groups for gid in (g.group_id for g in groups))
+    assert not host.core.recovery.checkpointers

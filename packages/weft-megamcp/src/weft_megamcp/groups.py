@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import secrets
 import shutil
 import tempfile
@@ -52,6 +53,8 @@ from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer
 from weft_megamcp.stdio_runtime import CommandRuntime
 from weft_megamcp.verifier import FINAL, run_verifier
+
+log = logging.getLogger("weft_megamcp.groups")
 
 MutationHook = Callable[[HostedGroup, HostedSession], None]
 
@@ -395,7 +398,10 @@ class GroupManager:
             group.status = GroupStatus.CLOSED
             if remove_files:
                 for close_hook in self.close_hooks:
-                    await close_hook(group)
+                    try:
+                        await close_hook(group)
+                    except Exception:  # cleanup elsewhere must not keep a group open
+                        log.exception("close hook failed for group %s", group_id)
                 shutil.rmtree(group.root, ignore_errors=True)
             else:
                 group.save()

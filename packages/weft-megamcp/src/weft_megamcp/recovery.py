@@ -11,12 +11,14 @@ crash steals each lease, so the dead owner is fenced, and resumes from the lates
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import os
 import shutil
 import socket
 import tarfile
+import time
 import uuid
 
 from fastmcp.exceptions import ToolError
@@ -134,14 +136,35 @@ class SessionRecovery:
                 await ck.close()
         await self.manager.release(group_id)
 
+    async def _stop(self, session_id: str) -> None:
+        """Stop a session's checkpointer without a final upload; waits for one in flight."""
+        ck = self.checkpointers.pop(session_id, None)
+        if ck is None:
+            return
+        ck._closed = True
+        if ck._timer is not None:
+            ck._timer.cancel()
+            ck._timer = None
+        if ck._running is not None and not ck._running.done():
+            with contextlib.suppress(Exception):
+                await ck._running
+
+    def _delete_checkpoints(self, session_id: str) -> None:
+        # A closed session's checkpoints are garbage; on a local store a concurrent writer may
+        # still be renaming into the folder, so retry a few times and then give up quietly.
+        for attempt in range(5):
+            try:
+                self.store.delete_session(session_id)
+                return
+            except OSError as exc:
+                if attempt == 4:
+                    log.warning("checkpoints of closed session %s not deleted: %s", session_id, exc)
+                time.sleep(0.05 * (attempt + 1))
+
     async def _on_close(self, group: HostedGroup) -> None:
         for s in group.sessions.values():
-            ck = self.checkpointers.pop(s.session_id, None)
-            if ck is not None:
-                ck._closed = True  # no more checkpoints; the session's store entry is removed
-                if ck._timer is not None:
-                    ck._timer.cancel()
-            await asyncio.to_thread(self.store.delete_session, s.session_id)
+            await self._stop(s.session_id)
+            await asyncio.to_thread(self._delete_checkpoints, s.session_id)
 
     # ---- eviction -----------------------------------------------------------------------------
 
