@@ -50,15 +50,17 @@ def _url() -> str:
 
 
 def run_migrations_online() -> None:
+    # Upgrades do not need the models (and skip importing them); autogenerate does.
+    metadata = None if config.attributes.get("skip_metadata") else _target_metadata()
     connection = config.attributes.get("connection")
     if connection is not None:
-        context.configure(connection=connection, target_metadata=_target_metadata(), render_as_batch=True)
+        context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
         with context.begin_transaction():
             context.run_migrations()
         return
     engine = create_engine(_url(), poolclass=pool.NullPool)
     with engine.connect() as conn:
-        context.configure(connection=conn, target_metadata=_target_metadata(), render_as_batch=True)
+        context.configure(connection=conn, target_metadata=metadata, render_as_batch=True)
         with context.begin_transaction():
             context.run_migrations()
 
@@ -201,15 +203,21 @@ def add_revision(migrations_dir: Path, metadata: sa.MetaData, message: str) -> s
             base = Path(tmp) / "base.sqlite"
             upgrade_db(base, migrations_dir)
         index = len(list((migrations_dir / "versions").glob("*.py"))) + 1
-        probe = render_revision(metadata, rev="X", down=head, message=message, base_db=base)
-        if probe is None:
-            return None
-        rev = revision_id(index, probe)
+        rev = revision_id(index, _metadata_digest(metadata))
         code = render_revision(metadata, rev=rev, down=head, message=message, base_db=base)
-    assert code is not None
+    if code is None:
+        return None
     slug = re.sub(r"[^a-z0-9]+", "_", message.lower()).strip("_")[:40]
     (migrations_dir / "versions" / f"{rev}_{slug}.py").write_text(code, encoding="utf-8")
     return rev
+
+
+def _metadata_digest(metadata: sa.MetaData) -> str:
+    from sqlalchemy.dialects import sqlite
+    from sqlalchemy.schema import CreateTable
+
+    dialect = sqlite.dialect()
+    return "\n".join(str(CreateTable(t).compile(dialect=dialect)) for t in metadata.tables.values())
 
 
 def upgrade_db(db_path: Path, migrations_dir: Path, revision: str = "head") -> None:
@@ -221,6 +229,7 @@ def upgrade_db(db_path: Path, migrations_dir: Path, revision: str = "head") -> N
         with engine.begin() as conn:
             cfg = _config(migrations_dir)
             cfg.attributes["connection"] = conn
+            cfg.attributes["skip_metadata"] = True
             command.upgrade(cfg, revision)
     finally:
         engine.dispose()

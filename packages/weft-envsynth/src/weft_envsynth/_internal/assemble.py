@@ -115,15 +115,19 @@ def build_seed(work: Path, plan: SeedPlan) -> tuple[Path, list[str]]:
             if table is None:
                 notes.append(f"seed: no table {table_name}")
                 continue
-            for row in rows:
-                clean = {k: _jsonable(v) for k, v in row.items() if k in table.c}
+            clean_rows = [{k: _jsonable(v) for k, v in row.items() if k in table.c} for row in rows]
+            try:
+                with engine.begin() as conn:
+                    conn.execute(table.insert(), clean_rows)
+                continue
+            except sa.exc.SQLAlchemyError:
+                pass  # one bad row: insert row by row below and keep the good ones
+            for clean in clean_rows:
                 try:
                     with engine.begin() as conn:
                         conn.execute(table.insert().values(**clean))
                 except sa.exc.SQLAlchemyError as exc:
-                    notes.append(
-                        f"seed: row of {table_name} rejected: {str(exc.orig if hasattr(exc, 'orig') else exc)[:120]}"
-                    )
+                    notes.append(f"seed: row of {table_name} rejected: {str(getattr(exc, 'orig', exc))[:120]}")
     finally:
         engine.dispose()
     tmp.replace(seed)

@@ -42,7 +42,7 @@ def _normalize(entity: Entity, row: dict[str, Any]) -> dict[str, Any]:
             continue
         if t == "boolean":
             row[k] = bool(v)
-        elif t == "json" and isinstance(v, str):
+        elif t == "json" and isinstance(v, str) and v[:1] in '[{"':
             try:
                 row[k] = json.loads(v)
             except ValueError:
