@@ -1,0 +1,235 @@
+"""`weft-tasks`: certify atomic-task libraries and compose grounded cross-MCP tasks.
+
+    weft-tasks atomic BUNDLE... -o LIB/ [--rounds R] [--target ETA] [--model M] [--megamcp URL]
+    weft-tasks compose LIB/ --n N [--profiles FILE] -o TASKS/ [--model M] [--megamcp URL] [--seed S]
+
+Without --megamcp an embedded MegaMCP host is started whose data (registry, snapshots) lives in
+OUT/.megamcp, so the snapshot URIs in the written tasks stay valid for a host started on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from weft_core.exceptions import UserError, WeftRuntimeError
+from weft_tasks.settings import TasksSettings
+
+
+def _model(spec: str | None) -> Any:
+    if not spec:
+        return None
+    from weft_core.llm import make_chat_model
+
+    return make_chat_model(spec)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--out", required=True, type=Path, help="output folder")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="chat model for the LLM strategies ('openai:MODEL'); default: programmatic",
+    )
+    p.add_argument(
+        "--megamcp",
+        default=None,
+        help="URL of a running MegaMCP host (default: start an embedded one)",
+    )
+    p.add_argument("--admin-token", default=None, help="admin token of --megamcp")
+    p.add_argument(
+        "--concurrency", type=int, default=None, help="MegaMCP groups run at the same time"
+    )
+    p.add_argument("--seed", type=int, default=None, help="random seed")
+    p.add_argument(
+        "--json", action="store_true", help="print the summary as JSON instead of tables"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bars or tables")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="weft-tasks", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("atomic", help="certify atomic-task libraries from EnvBundles (Algorithm 1)")
+    a.add_argument("bundles", nargs="+", help="bundle folders, or folders of bundles")
+    a.add_argument(
+        "--rounds", type=int, default=None, help="round budget R (first validation round included)"
+    )
+    a.add_argument("--target", type=float, default=None, help="target tool coverage eta in (0, 1]")
+    a.add_argument(
+        "--max-chain", type=int, default=None, help="longest tool chain of an atomic task"
+    )
+    _common(a)
+    c = sub.add_parser("compose", help="compose grounded cross-MCP task graphs from libraries")
+    c.add_argument("library", type=Path, help="library folder written by `weft-tasks atomic`")
+    c.add_argument("--n", type=int, required=True, help="number of composed tasks")
+    c.add_argument("--profiles", type=Path, default=None, help="profiles file (TOML or JSON)")
+    c.add_argument("--surplus", type=float, default=None, help="capacity surplus rho")
+    c.add_argument(
+        "--distractors", type=int, default=None, help="distractor rows per table (round iii)"
+    )
+    _common(c)
+    return ap
+
+
+def _settings(args: argparse.Namespace) -> TasksSettings:
+    base = TasksSettings()
+    upd: dict[str, Any] = {}
+    for arg, field in (
+        ("rounds", "round_budget"),
+        ("target", "target_coverage"),
+        ("max_chain", "max_chain_length"),
+        ("concurrency", "concurrency"),
+        ("seed", "seed"),
+        ("surplus", "surplus"),
+        ("distractors", "distractors_per_table"),
+        ("model", "model"),
+        ("megamcp", "megamcp_url"),
+        ("admin_token", "megamcp_admin_token"),
+    ):
+        value = getattr(args, arg, None)
+        if value is not None:
+            upd[field] = value
+    return TasksSettings.model_validate(base.model_dump() | upd)
+
+
+_SHORT = {
+    "target coverage reached": "eta reached",
+    "round budget exhausted": "budget spent",
+    "no new candidates": "no new",
+}
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
+    from weft_core.console import progress, summary_table
+    from weft_tasks.atomic.certify import MCPOutcome, bundle_dirs, certify_bundle
+    from weft_tasks.atomic.megamcp import megamcp_client
+    from weft_tasks.atomic.validation import MegaMCPValidator
+    from weft_tasks.exceptions import BundleError, LibraryError
+
+    dirs = bundle_dirs(args.bundles)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    llm = _model(settings.model)
+    outcomes: list[MCPOutcome] = []
+    async with megamcp_client(
+        settings.megamcp_url, settings.megamcp_admin_token, data_dir=out / ".megamcp"
+    ) as client:
+        validator = MegaMCPValidator(client, concurrency=settings.concurrency)
+        with progress(total=len(dirs), description="certify") as bar:
+            for d in dirs:
+                try:
+                    lib = await certify_bundle(
+                        d, client, out, llm=llm, settings=settings, validator=validator
+                    )
+                except (BundleError, LibraryError) as exc:
+                    outcomes.append(MCPOutcome(bundle=str(d), error=str(exc)))
+                else:
+                    m = lib.manifest
+                    outcomes.append(
+                        MCPOutcome(
+                            bundle=str(d),
+                            mcp=m.mcp,
+                            domain=m.domain,
+                            tools=len(m.tools),
+                            retained=len(m.tasks),
+                            coverage=m.coverage,
+                            rounds=len(m.rounds),
+                            stop_reason=m.stop_reason,
+                            failures=sum(r.failed for r in m.rounds),
+                        )
+                    )
+                bar.advance()
+    report = {
+        "libraries": [o.model_dump() for o in outcomes],
+        "certified": sum(1 for o in outcomes if o.error is None),
+        "rejected": {o.bundle: o.error for o in outcomes if o.error},
+    }
+    from weft_core.models import atomic_write_text
+
+    atomic_write_text(out / "atomic-report.json", json.dumps(report, indent=2))
+    if args.json:
+        _print_json(report)
+    else:
+        summary_table(
+            "Atomic-task libraries",
+            ["mcp", "domain", "tools", "tasks", "coverage", "rounds", "failed", "stop / error"],
+            [
+                [
+                    o.mcp or Path(o.bundle).name,
+                    o.domain or "-",
+                    o.tools,
+                    o.retained,
+                    f"{o.coverage:.0%}",
+                    o.rounds,
+                    o.failures,
+                    o.stop_reason or o.error or "",
+                ]
+                for o in outcomes
+            ],
+        )
+    return 0 if report["certified"] else 1
+
+
+async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
+    from weft_core.console import progress
+    from weft_tasks.atomic.library import load_library
+    from weft_tasks.atomic.megamcp import megamcp_client
+    from weft_tasks.compose.pipeline import Composer
+    from weft_tasks.compose.profiles import DEFAULT_PROFILES, load_profiles
+    from weft_tasks.compose.stats import show
+    from weft_tasks.exceptions import TasksUserError
+
+    if args.n < 1:
+        raise TasksUserError(f"--n must be at least 1, got {args.n}")
+    profiles = load_profiles(args.profiles) if args.profiles else DEFAULT_PROFILES
+    libraries = load_library(args.library)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    llm = _model(settings.model)
+    async with megamcp_client(
+        settings.megamcp_url, settings.megamcp_admin_token, data_dir=out / ".megamcp"
+    ) as client:
+        composer = Composer(libraries, client, out, profiles=profiles, llm=llm, settings=settings)
+        with progress(total=args.n, description="compose") as bar:
+            report = await composer.run(args.n, on_progress=bar.advance)
+    if args.json:
+        _print_json(report.model_dump(mode="json"))
+    elif report.stats is not None:
+        show(report.stats, report.rejections)
+    return 0 if report.tasks else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from weft_core.console import get_console, set_quiet
+
+    if args.quiet or args.json:
+        set_quiet(True)
+    try:
+        settings = _settings(args)
+        if args.command == "atomic":
+            return asyncio.run(run_atomic(args, settings))
+        return asyncio.run(run_compose(args, settings))
+    except UserError as exc:
+        get_console().error(f"weft-tasks {args.command}: {exc}")
+        return 2
+    except WeftRuntimeError as exc:
+        get_console().error(f"weft-tasks {args.command}: failed: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        get_console().error("weft-tasks: interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
