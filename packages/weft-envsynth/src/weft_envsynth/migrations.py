@@ -242,3 +242,14 @@ def db_revision(db_path: Path) -> str | None:
         except sqlite3.OperationalError:
             return None
     return row[0] if row else None
+
+
+def upgrade_snapshot(bundle_dir: str | Path, db_path: str | Path) -> str | None:
+    """Carry a snapshot (a SQLite file made under any earlier version of a bundle) forward to the
+    bundle's current schema in place; returns the revision it is now at."""
+    bundle = Path(bundle_dir)
+    db = Path(db_path)
+    if not db.is_file():
+        raise BundleError(f"{db}: no such snapshot")
+    upgrade_db(db, bundle / "migrations")
+    return db_revision(db)

@@ -127,7 +127,9 @@ def build_seed(work: Path, plan: SeedPlan) -> tuple[Path, list[str]]:
                     with engine.begin() as conn:
                         conn.execute(table.insert().values(**clean))
                 except sa.exc.SQLAlchemyError as exc:
-                    notes.append(f"seed: row of {table_name} rejected: {str(getattr(exc, 'orig', exc))[:120]}")
+                    notes.append(
+                        f"seed: row of {table_name} rejected: {str(getattr(exc, 'orig', exc))[:120]}"
+                    )
     finally:
         engine.dispose()
     tmp.replace(seed)
