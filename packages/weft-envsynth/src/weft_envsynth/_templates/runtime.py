@@ -275,10 +275,22 @@ def build_mcp(
                 name=tname,
                 description=tool.get("description") or "",
                 parameters=tool.get("input_schema") or {"type": "object", "properties": {}},
-                annotations=tool.get("annotations") or None,
+                annotations=_annotations(tool.get("annotations")),
             )
         )
     return server
+
+
+def _annotations(raw: Any) -> Any:
+    """The spec's MCP tool annotations, or None when absent or not valid annotations."""
+    if not isinstance(raw, dict) or not raw:
+        return None
+    from mcp_types import ToolAnnotations
+
+    try:
+        return ToolAnnotations.model_validate(raw)
+    except ValueError:
+        return None
 
 
 def certified_tools() -> set[str] | None:
