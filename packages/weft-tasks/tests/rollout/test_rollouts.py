@@ -299,3 +299,83 @@ async def test_a_task_on_an_unregistered_mcp_fails_alone_and_the_batch_goes_on(m
     assert not by_task["broken"].error.startswith(INFRA_PREFIX)  # an input error, not retried
     assert by_task["broken"].infrastructure_retries == 0
     assert by_task[graph.id].error is None and by_task[graph.id].final.passed
+
+
+def _undo_graph(graph):
+    """n1 upgrades Ada to gold, n2 (state-dependent) moves her back to silver: n1's checkpoint
+    holds only between the two, never on the final state."""
+    from weft_core.models import EdgeKind, FieldEquals, TaskEdge
+
+    up = graph.node("n2")
+    down_task = up.task.model_copy(
+        update={
+            "id": "crm.downgrade",
+            "intent": "Move the customer back to the silver tier",
+            "reference_calls": [
+                up.task.reference_calls[0].model_copy(
+                    update={"arguments": {"customer_id": "{{customer_id}}", "tier": "silver"}}
+                )
+            ],
+        }
+    )
+    n1 = up.model_copy(
+        update={
+            "id": "n1",
+            "inputs": [
+                i.model_copy(update={"source": "given", "value": 1, "from_node": None})
+                if i.name == "customer_id"
+                else i
+                for i in up.inputs
+            ],
+        }
+    )
+    n1 = n1.model_copy(update={"task": n1.task.model_copy(update={"inputs": n1.inputs})})
+    n2 = up.model_copy(
+        update={
+            "id": "n2",
+            "task": down_task.model_copy(update={"inputs": n1.inputs}),
+            "intent": down_task.intent,
+            "inputs": n1.inputs,
+            "checks": [
+                FieldEquals(
+                    id="n2.tier",
+                    mcp="crm",
+                    table="customer",
+                    where={"id": 1},
+                    field="tier",
+                    value="silver",
+                )
+            ],
+        }
+    )
+    return graph.model_copy(
+        update={
+            "id": "undo",
+            "nodes": [n1, n2],
+            "order": ["n1", "n2"],
+            "edges": [TaskEdge(source="n1", target="n2", kind=EdgeKind.STATE)],
+            "final_checks": [],
+            "content_hash": None,
+        }
+    ).sealed()
+
+
+@pytest.mark.parametrize("harness_name", ["teacher", "react"])
+async def test_agentic_checkpoints_come_from_a_ledger_replay_in_megamcp(megamcp, harness_name):
+    from weft_tasks.harness import reference_policy
+
+    client, graph = megamcp
+    undo = _undo_graph(graph)
+    harness = (
+        ReferenceChainTeacher() if harness_name == "teacher" else ReActHarness(reference_policy)
+    )
+    trace = await run_rollout(
+        _plan(undo, "agentic", "full", harness_name), client, harness, settings=QUIET
+    )
+    assert trace.error is None, trace.error
+    # On the final state n1's check (tier gold) is false; the replay saw it hold after call 1.
+    assert {s.node_id: s.outcome.passed for s in trace.segments} == {"n1": True, "n2": True}
+    first, second = trace.segments
+    assert first.ledger_seqs == {"crm": [0]} and second.ledger_seqs == {"crm": [1]}
+    assert first.start == 0 and first.end == second.start and second.end == len(trace.messages)
+    assert trace_ledger_problems(trace.messages, trace.ledger) == []

@@ -32,6 +32,7 @@ from weft_core.models import (
     ViewMode,
 )
 from weft_tasks.harness.protocol import Harness, HarnessTask, MCPEndpoint
+from weft_tasks.rollout.agentic import replay_checkpoints
 from weft_tasks.rollout.infra import infrastructure_entries, is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger
 from weft_tasks.rollout.plan import RolloutPlan
@@ -140,10 +141,9 @@ async def _attempt(
         }
 
         async def on_turn(transcript: list[ChatMessage]) -> str | None:
-            start = turns[-1].end if turns else 0
             if sim is None:
-                turns.append(_Turn(node_ids=list(order), start=start, end=len(transcript)))
-                return None
+                return None  # agentic: one turn; checkpoints come from the ledger replay
+            start = turns[-1].end if turns else 0
             node_id = sim.turns[len(turns)].node_id
             turn = _Turn(node_ids=[node_id], start=start, end=len(transcript))
             result = await service.checkpoint_verify(handle, node_id)
@@ -156,36 +156,41 @@ async def _attempt(
 
         task = HarnessTask(graph=graph, view=view, first_request=first, rollout_id=plan.rollout_id)
         run = await harness.run(task, endpoints, on_turn)
+        raw_ledger = _ledger_dict(await service.ledger(handle))
+        entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
+        if infrastructure_entries(entries):
+            raise _InfrastructureInLedger(
+                ", ".join(
+                    f"{e.mcp}#{e.seq} {e.error_kind}" for e in infrastructure_entries(entries)
+                )
+            )
+        if sim is None:
+            turns = await _agentic_turns(
+                service, graph, order, entries, run.messages, snapshots, problems
+            )
         reached = {n for t in turns for n in t.outcomes}
-        pending = [n for n in order if n not in reached]
-        if pending and not turns:
-            turns.append(_Turn(node_ids=pending, start=0, end=len(run.messages)))
-        for node_id in pending:
-            # Agentic checkpoints, and SimUser nodes the harness never reached, are verified on
-            # the state the episode left behind.
-            result = await service.checkpoint_verify(handle, node_id)
-            evaluation, err = _evaluation(result)
+        for node_id in [n for n in order if n not in reached]:
+            # SimUser nodes the harness never reached are verified on the state it left behind.
+            evaluation, err = _evaluation(await service.checkpoint_verify(handle, node_id))
             if err:
                 problems.append(f"checkpoint {node_id}: verifier error: {err}")
-            owner = next((t for t in turns if node_id in t.node_ids), turns[-1])
-            if node_id not in owner.node_ids:
-                owner = _Turn(node_ids=[node_id], start=turns[-1].end, end=len(run.messages))
-                turns.append(owner)
-            owner.outcomes[node_id] = evaluation
+            start = turns[-1].end if turns else 0
+            turns.append(
+                _Turn(
+                    node_ids=[node_id],
+                    start=start,
+                    end=len(run.messages),
+                    outcomes={node_id: evaluation},
+                )
+            )
         await service.freeze(handle)
         final, err = _evaluation(await service.verify(handle))
         if err:
             problems.append(f"final verification: verifier error: {err}")
-        raw_ledger = _ledger_dict(await service.ledger(handle))
     finally:
         with contextlib.suppress(Exception):
             await service.close(handle)
 
-    entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
-    if infrastructure_entries(entries):
-        raise _InfrastructureInLedger(
-            ", ".join(f"{e.mcp}#{e.seq} {e.error_kind}" for e in infrastructure_entries(entries))
-        )
     problems += ledger_problems
     segments = _segments(graph, turns, run.messages, matched, entries)
     trace = Trace(
@@ -202,6 +207,51 @@ async def _attempt(
         error="; ".join(problems) or None,
     )
     return trace, problems
+
+
+async def _agentic_turns(
+    service: GroupService,
+    graph: TaskGraph,
+    order: list[str],
+    entries: list[Any],
+    messages: list[ChatMessage],
+    snapshots: dict[str, str | None],
+    problems: list[str],
+) -> list[_Turn]:
+    """One turn per node, split where the ledger replay saw each checkpoint pass."""
+    served = sorted(entries, key=lambda e: (e.started_at, e.mcp, e.seq))
+    replay = await replay_checkpoints(
+        service,
+        graph,
+        order,
+        served,
+        snapshots=snapshots,
+        verifier=verifier_of(graph),
+        bindings=bindings_of(graph),
+        evaluation=_evaluation,
+    )
+    problems += replay.problems
+    reply_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}
+    turns: list[_Turn] = []
+    start = 0
+    for node_id in order:
+        at = replay.passed_at.get(node_id)
+        end = len(messages)
+        if at is not None and served[at].call_id in reply_at:
+            end = reply_at[served[at].call_id] + 1
+        end = max(end, start)
+        turns.append(
+            _Turn(
+                node_ids=[node_id],
+                start=start,
+                end=end,
+                outcomes={node_id: replay.outcomes.get(node_id)},
+            )
+        )
+        start = end
+    if turns:
+        turns[-1].end = len(messages)
+    return turns
 
 
 def _segments(

@@ -2,7 +2,8 @@
 
 Kept as a Protocol so the runner states exactly what it relies on: a session group per rollout
 created from the task's initial snapshots with the task's checks as its verifier; checkpoint
-verification run server-side; freeze, final verification, the ledger, and close.
+verification run server-side; a real MCP call into a group (agentic ledger replay); freeze,
+final verification, the ledger, and close.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class GroupService(Protocol):
     ) -> Any: ...
 
     async def checkpoint_verify(self, group: Any, checkpoint: str) -> Any: ...
+
+    async def call_tool(
+        self, group: Any, mcp_id: str, tool: str, arguments: dict[str, Any] | None = None
+    ) -> Any: ...
 
     async def freeze(self, group: Any) -> Any: ...
 
