@@ -94,7 +94,7 @@ def test_empty_spec_is_rejected() -> None:
 def test_check_analysis_reports_llm_mistakes(helpdesk_spec: MCPSpec) -> None:
     a = analyze_programmatic(helpdesk_spec)
     broken = a.model_copy(
-        update={"tools": a.tools[1:] + [a.tools[0].model_copy(update={"entity": "nope"})]}
+        update={"tools": [*a.tools[1:], a.tools[0].model_copy(update={"entity": "nope"})]}
     )
     problems = check_analysis(helpdesk_spec, broken)
     assert any("unknown entity 'nope'" in p for p in problems)

@@ -13,7 +13,7 @@ from weft_envsynth.loader import import_bundle
 
 def test_missing_files_are_a_bundle_error(tmp_path: Path) -> None:
     (tmp_path / "__init__.py").write_text("")
-    with pytest.raises(BundleError, match="missing models.py"):
+    with pytest.raises(BundleError, match=r"missing models\.py"):
         import_bundle(tmp_path)
 
 

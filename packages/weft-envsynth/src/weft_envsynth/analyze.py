@@ -350,7 +350,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
         transitions.setdefault(t.name, []).append(
             StateTransition(entity=ent, field=status_field, to_value=match)
         )
-    for tool, trs in transitions.items():
+    for _tool, trs in transitions.items():
         for tr in trs:
             enum = drafts[tr.entity].fields[tr.field].enum or []
             tr.from_values = [v for v in enum if v != tr.to_value]

@@ -81,7 +81,7 @@ def check_route(
         try:
             entity = model.entity(route.entity)
         except KeyError:
-            return problems + [f"{tool.name}: route entity {route.entity!r} does not exist"]
+            return [*problems, f"{tool.name}: route entity {route.entity!r} does not exist"]
         names = {f.name for f in entity.fields}
         for f in [*route.assignments, *route.filters, *route.text_fields]:
             if f not in names:

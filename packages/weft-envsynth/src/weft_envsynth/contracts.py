@@ -138,13 +138,12 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
                 and W.identifier(target) == entity.name
                 and entity.key.endswith("_id")
             )
-        ):
-            if not has_key:
-                mappings.append(
-                    ArgMapping(argument=arg, entity=entity.name, field=entity.key, role="key")
-                )
-                has_key = True
-                continue
+        ) and not has_key:
+            mappings.append(
+                ArgMapping(argument=arg, entity=entity.name, field=entity.key, role="key")
+            )
+            has_key = True
+            continue
         if (
             op in {"list", "search", "compute", "read"}
             and norm in W.LIMIT_ARGS
@@ -279,7 +278,7 @@ def check_contract(tool: ToolSpec, contract: ToolContract, model: EntityModel) -
     try:
         entity = model.entity(contract.entity or "")
     except KeyError:
-        return problems + [f"{tool.name}: unknown entity {contract.entity!r}"]
+        return [*problems, f"{tool.name}: unknown entity {contract.entity!r}"]
     fields = {f.name: f for f in entity.fields}
     for m in contract.mappings:
         if m.role in {"value", "reference", "key"} and (m.field not in fields):

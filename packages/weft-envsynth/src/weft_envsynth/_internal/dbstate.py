@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -43,10 +44,8 @@ def _normalize(entity: Entity, row: dict[str, Any]) -> dict[str, Any]:
         if t == "boolean":
             row[k] = bool(v)
         elif t == "json" and isinstance(v, str) and v[:1] in '[{"':
-            try:
+            with contextlib.suppress(ValueError):
                 row[k] = json.loads(v)
-            except ValueError:
-                pass
         elif t == "number" and isinstance(v, int):
             row[k] = float(v)
     return row

@@ -22,9 +22,9 @@ def schema_type(schema: Any) -> str | None:
                 types = {schema_type(o) for o in options} - {"null", None}
                 if len(types) == 1:
                     return types.pop()
-        if isinstance(schema.get("enum"), list) and schema["enum"]:
-            if all(isinstance(v, str) for v in schema["enum"]):
-                return "string"
+        enum = schema.get("enum")
+        if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+            return "string"
         return None
     return t if isinstance(t, str) else None
 
