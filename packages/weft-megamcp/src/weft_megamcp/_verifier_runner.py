@@ -35,7 +35,8 @@ def main(folder: str) -> int:
         for m, p in data["paths"].items()
     }
     result = module.verify(evidence, data["checkpoint"], data["bindings"])
-    reward = None
+    reward: float | None = None
+    outcomes: list[CheckOutcome]
     if isinstance(result, EvaluationResult):
         outcomes, reward = result.outcomes, result.reward
     elif isinstance(result, dict):
@@ -45,7 +46,7 @@ def main(folder: str) -> int:
         )
     else:
         outcomes = [CheckOutcome.model_validate(o) for o in result]
-    payload = {"outcomes": [o.model_dump() for o in outcomes]}
+    payload: dict[str, object] = {"outcomes": [o.model_dump() for o in outcomes]}
     if reward is not None:
         payload["reward"] = float(reward)
     print(json.dumps(payload))

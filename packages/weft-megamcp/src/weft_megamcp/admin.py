@@ -88,7 +88,7 @@ def build_admin(core: HostCore) -> FastAPI:
 
     @r.get("/mcps")
     async def list_mcps() -> list[MCPRecord]:
-        return core.registry.list()
+        return core.registry.list_latest()
 
     @r.get("/mcps/{mcp_id}")
     async def get_mcp(mcp_id: str, version: int | None = None) -> MCPRecord:

@@ -107,7 +107,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _stdio(args: argparse.Namespace) -> int:
     from weft_megamcp import stdio_bridge
 
-    return int(stdio_bridge.main_stdio(args.url, args.token) or 0)  # type: ignore[attr-defined]
+    return int(stdio_bridge.main_stdio(args.url, args.token) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -90,7 +90,7 @@ class MegaMCPClient:
         client = self._sessions.pop(session_id, None)
         if client is not None:
             with contextlib.suppress(Exception):  # the host may already have closed the session
-                await client.__aexit__(None, None, None)
+                await client.__aexit__(None, None, None)  # type: ignore[no-untyped-call]
 
     async def _req(self, method: str, path: str, json: Any = None) -> Any:
         try:
@@ -104,9 +104,13 @@ class MegaMCPClient:
                 detail = resp.json().get("detail", resp.text)
             except ValueError:
                 detail = resp.text
-            cls = {401: AuthError, 404: NotFoundError, 409: GroupStateError}.get(resp.status_code)
-            if cls is None:
-                cls = MegaMCPUserError if resp.status_code < 500 else MegaMCPRuntimeError
+            errors: dict[int, type[Exception]] = {
+                401: AuthError,
+                404: NotFoundError,
+                409: GroupStateError,
+            }
+            default = MegaMCPUserError if resp.status_code < 500 else MegaMCPRuntimeError
+            cls = errors.get(resp.status_code, default)
             raise cls(f"{method} {path}: {detail}")
         return resp.json()
 
@@ -257,7 +261,7 @@ class MegaMCPClient:
             client = self._sessions.get(session.session_id)
             if client is None:
                 client = self.session_client(session)
-                await client.__aenter__()
+                await client.__aenter__()  # type: ignore[no-untyped-call]
                 self._sessions[session.session_id] = client
             return client
 

@@ -18,6 +18,7 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import Tool, ToolResult
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from weft_megamcp._session import HostedSession
 from weft_megamcp.exceptions import AuthError
 from weft_megamcp.groups import GroupManager
 
@@ -36,7 +37,7 @@ class SessionDispatch(Middleware):
     def __init__(self, manager: GroupManager) -> None:
         self.manager = manager
 
-    def _session(self):  # type: ignore[no-untyped-def]
+    def _session(self) -> HostedSession:
         return self.manager.authenticate(bearer(get_http_request().headers))
 
     async def on_list_tools(self, context: Any, call_next: Any) -> Sequence[Tool]:

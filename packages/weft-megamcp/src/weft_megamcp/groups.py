@@ -457,7 +457,7 @@ class GroupManager:
         snapshot_id = _new_id("snap")
         tmp = self.snapshots_dir / f".{snapshot_id}.tmp"
         async with await self._quiesce(group):
-            meta = {"group_id": group_id, "sessions": {}}
+            meta: dict[str, Any] = {"group_id": group_id, "sessions": {}}
             for m, s in group.sessions.items():
                 await asyncio.to_thread(_copy_state, s.root, tmp / m)
                 meta["sessions"][m] = {

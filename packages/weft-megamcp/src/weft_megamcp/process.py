@@ -487,14 +487,14 @@ class Master:
         match = _GROUP_PATH.match(path)
         assert match is not None
         gid, action = match.group(1), match.group(2) or ""
-        worker = await self._worker_for_group(gid)
-        if worker is None:
+        owner = await self._worker_for_group(gid)
+        if owner is None:
             await self._json(
                 send, 404, {"error": "NotFoundError", "detail": f"group {gid!r} does not exist"}
             )
             return
         try:
-            resp = await self._forward(worker, scope, body)
+            resp = await self._forward(owner, scope, body)
         except httpx.HTTPError as exc:
             await self._json(
                 send,
@@ -503,9 +503,9 @@ class Master:
             )
             return
         if resp.status_code == 200 and action == "/fork":
-            self._remember(worker, resp.json())
+            self._remember(owner, resp.json())
         if resp.status_code == 200 and action == "/close":
-            self._forget(worker, gid)
+            self._forget(owner, gid)
             self.group_worker.pop(gid, None)
             self.group_sessions.pop(gid, None)
         await self._relay(send, resp)

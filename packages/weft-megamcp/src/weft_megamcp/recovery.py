@@ -131,9 +131,8 @@ class SessionRecovery:
                         ck.notify_mutation(s.state_version)
                     await ck.flush()
         for s in group.sessions.values():
-            ck = self.checkpointers.pop(s.session_id, None)
-            if ck is not None:
-                await ck.close()
+            if s.session_id in self.checkpointers:
+                await self.checkpointers.pop(s.session_id).close()
         await self.manager.release(group_id)
 
     async def _stop(self, session_id: str) -> None:
@@ -197,9 +196,8 @@ class SessionRecovery:
             group.checkpoint_key = await asyncio.to_thread(self._pack_metadata, group)
             group.save()
             for s in group.sessions.values():
-                ck = self.checkpointers.pop(s.session_id, None)
-                if ck is not None:
-                    await ck.close()
+                if s.session_id in self.checkpointers:
+                    await self.checkpointers.pop(s.session_id).close()
                 for name in ("state.sqlite", "state.sqlite-wal", FINAL_DB_NAME):
                     (s.root / name).unlink(missing_ok=True)
                 shutil.rmtree(s.workspace, ignore_errors=True)

@@ -106,4 +106,4 @@ async def test_hostile_input(registry: Registry, tmp_path: Path):
         registry.get("never_registered")
     with pytest.raises(RegistrationError, match="not on PATH"):
         await registry.register_command(["definitely-not-a-command-xyz"], name="x")
-    assert registry.list() == []  # nothing half-registered
+    assert registry.list_latest() == []  # nothing half-registered

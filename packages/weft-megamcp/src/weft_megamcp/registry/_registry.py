@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event, func
+from sqlalchemy import Engine, desc, event, func
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, create_engine, select
+from sqlmodel import Session, col, create_engine, select
 
 from weft_core._hashing import canonical_json, sha256_text
 from weft_core.models import ToolSpec, slugify
@@ -244,19 +244,21 @@ class Registry:
             q = (
                 q.where(MCPVersionRow.version == version)
                 if version
-                else q.order_by(MCPVersionRow.version.desc())
-            )  # type: ignore[union-attr]
+                else q.order_by(desc(col(MCPVersionRow.version)))
+            )
             row = s.exec(q).first()
             if row is None:
                 what = f"MCP {mcp_id!r}" + (f" version {version}" if version else "")
                 raise NotFoundError(f"{what} is not registered")
             return row.record()
 
-    def list(self) -> list[MCPRecord]:
+    def list_latest(self) -> list[MCPRecord]:
         """The latest version of every MCP."""
         with Session(self.engine) as s:
             rows = s.exec(
-                select(MCPVersionRow).order_by(MCPVersionRow.mcp_id, MCPVersionRow.version)
+                select(MCPVersionRow).order_by(
+                    col(MCPVersionRow.mcp_id), col(MCPVersionRow.version)
+                )
             ).all()
             latest: dict[str, MCPVersionRow] = {r.mcp_id: r for r in rows}
             return [r.record() for r in latest.values()]
@@ -266,7 +268,7 @@ class Registry:
             rows = s.exec(
                 select(MCPVersionRow)
                 .where(MCPVersionRow.mcp_id == mcp_id)
-                .order_by(MCPVersionRow.version)
+                .order_by(col(MCPVersionRow.version))
             ).all()
             return [r.record() for r in rows]
 
