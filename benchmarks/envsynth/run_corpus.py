@@ -16,9 +16,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import weft_envsynth.graph  # noqa: F401  (loaded before workers fork, so every worker runs the same code)
-import weft_envsynth.validate  # noqa: F401
-from weft_envsynth._internal.assemble import runtime_source
 from weft_envsynth.pipeline import SynthResult, synthesize_files
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "toucan-mcp-servers"
@@ -39,9 +36,10 @@ def main() -> None:
     ap.add_argument("--out", default="/dev/shm/envsynth-corpus")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="only the first N files (0 = all)")
-    ap.add_argument("--keep", action="store_true", help="keep the bundles (default: delete after counting)")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the bundles (default: delete after counting)"
+    )
     args = ap.parse_args()
-    runtime_source()
     files = sorted(p for p in Path(args.corpus).glob("*.json"))
     if args.limit:
         files = files[: args.limit]
@@ -55,7 +53,10 @@ def main() -> None:
         done[0] += 1
         if done[0] % 50 == 0 or done[0] == len(files):
             el = time.perf_counter() - t0
-            print(f"  {done[0]}/{len(files)} specs, {el:.0f}s, {done[0] / el * 60:.1f} MCPs/min", flush=True)
+            print(
+                f"  {done[0]}/{len(files)} specs, {el:.0f}s, {done[0] / el * 60:.1f} MCPs/min",
+                flush=True,
+            )
         if not args.keep and r.bundle:
             shutil.rmtree(r.bundle, ignore_errors=True)
 
@@ -65,12 +66,20 @@ def main() -> None:
     loaded = sum(1 for r in results if not (r.reason or "").startswith("spec not loadable"))
     tools_total = sum(r.tools_total for r in results)
     tools_cert = sum(r.tools_certified for r in results)
-    spec_reasons = Counter(reason_class(r.reason) for r in results if r.status in {"rejected", "failed"})
+    spec_reasons = Counter(
+        reason_class(r.reason) for r in results if r.status in {"rejected", "failed"}
+    )
     tool_reasons = Counter(reason_class(v) for r in results for v in r.uncertified.values())
     report = {
-        "files": len(files), "loaded": loaded, "status": dict(status), "tools_total": tools_total,
-        "tools_certified": tools_cert, "wall_seconds": round(wall, 1), "mcps_per_minute": round(len(files) / wall * 60, 1),
-        "spec_failure_reasons": spec_reasons.most_common(), "tool_failure_reasons": tool_reasons.most_common(),
+        "files": len(files),
+        "loaded": loaded,
+        "status": dict(status),
+        "tools_total": tools_total,
+        "tools_certified": tools_cert,
+        "wall_seconds": round(wall, 1),
+        "mcps_per_minute": round(len(files) / wall * 60, 1),
+        "spec_failure_reasons": spec_reasons.most_common(),
+        "tool_failure_reasons": tool_reasons.most_common(),
         "results": [r.model_dump(mode="json") for r in results],
     }
     (out / "corpus-report.json").write_text(json.dumps(report, indent=1))
@@ -81,7 +90,10 @@ def main() -> None:
         ("MCPs partially certified", status.get("partial", 0)),
         ("MCPs rejected (with reason)", status.get("rejected", 0)),
         ("MCPs crashed (failed)", status.get("failed", 0)),
-        ("tools certified / total (of loaded specs)", f"{tools_cert} / {tools_total} ({tools_cert / max(1, tools_total):.1%})"),
+        (
+            "tools certified / total (of loaded specs)",
+            f"{tools_cert} / {tools_total} ({tools_cert / max(1, tools_total):.1%})",
+        ),
         ("wall time", f"{wall:.0f} s with --jobs {args.jobs}"),
         ("MCPs per minute", f"{len(files) / wall * 60:.1f}"),
     ]
