@@ -83,11 +83,11 @@ def print_summary(summary: PipelineSummary) -> None:
         [
             "view",
             "harness",
-            "rollouts",
-            "checkpoint pass",
-            "task success",
-            "tool-error rate",
-            "infra retries",
+            "n",
+            "ckpt pass",
+            "success",
+            "tool err",
+            "infra",
         ],
         [
             [
