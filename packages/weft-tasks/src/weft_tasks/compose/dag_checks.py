@@ -186,7 +186,8 @@ def _input_issues(graph: TaskGraph) -> list[GraphIssue]:
     up = ancestors(graph)
     nodes = {n.id: n for n in graph.nodes}
     for n in graph.nodes:
-        names = {i.name for i in n.inputs}
+        # a retrieved input exists only once a call of the node has bound it
+        names = {i.name for i in n.inputs if i.source != "retrieved"}
         bound: set[str] = set()
         for call in n.task.reference_calls:
             missing = template_names(call.arguments) - names - bound

@@ -96,8 +96,9 @@ def linked(bundles: list[BundleView]) -> bool:
 
 
 def shared_entity_score(bundles: list[BundleView]) -> float:
-    """Fraction of MCP pairs that share a business object."""
-    pairs = list(combinations(bundles, 2))
+    """Fraction of MCP pairs that share a business object. MCPs without tables (a notes
+    workspace) serve any objective and are left out of the pairs."""
+    pairs = list(combinations([b for b in bundles if b.entities.entities], 2))
     if not pairs:
         return 1.0
     return sum(1 for a, b in pairs if shared_keys(a, b)) / len(pairs)

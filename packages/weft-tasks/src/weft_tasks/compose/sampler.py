@@ -29,7 +29,7 @@ from weft_tasks.compose.links import (
 from weft_tasks.compose.profiles import Profile
 
 # Weights of the combination ranking; underrepresentation leads so coverage broadens.
-W_UNDER, W_SHARED, W_COMPLEMENT, W_REDUNDANT = 1.0, 1.0, 0.3, 0.5
+W_UNDER, W_SHARED, W_COMPLEMENT, W_REDUNDANT = 2.0, 1.0, 0.3, 0.5
 DOMAIN_SETS = 40
 MAX_COMBINATIONS = 300
 

@@ -1,0 +1,55 @@
+"""Composition tests run on libraries certified (in-process fake of MegaMCP) from the fixture bundles."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_ATOMIC = Path(__file__).resolve().parents[1] / "atomic" / "conftest.py"
+
+
+def _atomic_conftest() -> Any:
+    name = "_weft_tasks_atomic_conftest"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, _ATOMIC)
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+helpers = _atomic_conftest()
+bundle_dirs = helpers.bundle_dirs
+scripted = helpers.scripted
+
+
+@pytest.fixture(scope="session")
+def library_root(bundle_dirs: dict[str, Path]) -> Path:
+    from weft_tasks.atomic.bundle import load_bundle
+    from weft_tasks.atomic.library import save_library
+    from weft_tasks.atomic.synthesis import certify
+
+    root = Path(tempfile.mkdtemp(prefix="weft-tasks-lib-"))
+
+    async def build() -> None:
+        validator = helpers.InProcessValidator()
+        for path in bundle_dirs.values():
+            bundle = load_bundle(path)
+            save_library(root, bundle, await certify(bundle, validator, budget=3))
+
+    asyncio.run(build())
+    return root
+
+
+@pytest.fixture
+def libraries(library_root: Path) -> list[Any]:
+    from weft_tasks.atomic.library import load_library
+
+    return load_library(library_root)
