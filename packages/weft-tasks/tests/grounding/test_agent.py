@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from weft_core.models import TaskGraph
+from weft_tasks.compose.composer import CompositionState, compose_graph
+from weft_tasks.grounding.agent import ground
+from weft_tasks.grounding.schema import build_db, check_rows
+
+
+@pytest.fixture
+def graph_and_bundles(libraries: list[Any]) -> tuple[TaskGraph, dict[str, Any]]:
+    bundles = {
+        lib.mcp: lib.bundle for lib in libraries if lib.mcp in ("crm", "helpdesk", "billing")
+    }
+    pool = [t for lib in libraries if lib.mcp in bundles for t in lib.tasks]
+    state = compose_graph(
+        CompositionState(
+            graph_id="g", profile="Complex", objective="serve Ada", nodes_wanted=6, pool=pool
+        ),
+        bundles,
+    )
+    assert state.graph is not None and not state.issues
+    return state.graph, {m: bundles[m] for m in state.graph.mcps}
+
+
+def _keys(rows: dict[str, dict[str, list[dict[str, Any]]]]) -> set[tuple[str, str, Any]]:
+    return {
+        (m, t, r.get("id")) for m, tables in rows.items() for t, rs in tables.items() for r in rs
+    }
+
+
+def test_three_rounds_grow_the_state_and_keep_the_targets(graph_and_bundles: Any) -> None:
+    graph, bundles = graph_and_bundles
+    before = graph.model_dump_json()
+    g = ground(graph, bundles, distractors=2)
+    assert g.failed is None and len(g.rounds) == 3
+    r1, r2, r3 = (g.rows(i) for i in (1, 2, 3))
+    assert _keys(r1) < _keys(r2) <= _keys(r3) and _keys(r2) < _keys(r3)
+    # every node's fixture rows are in round (i) exactly as composition re-grounded them
+    for n in graph.nodes:
+        for table, rows in n.task.seed_rows.items():
+            for row in rows:
+                assert row in r1[n.task.mcp][table]
+    # later rounds never replace a target row: the round-(i) rows are unchanged in round (iii)
+    for mcp, tables in r1.items():
+        for table, rows in tables.items():
+            for row in rows:
+                assert row in r3[mcp][table]
+    # distractors never impersonate the bound customer
+    bound = {v for b in graph.bindings for v in b.value.values()}
+    added3 = g.rounds[2]
+    assert not any(
+        v in bound
+        for tables in added3.values()
+        for rows in tables.values()
+        for r in rows
+        for v in r.values()
+        if isinstance(v, str)
+    )
+    # the completion conditions are the graph's own, untouched by grounding
+    assert g.graph.model_dump_json() == before
+
+
+def test_relations_round_adds_history_of_the_bound_object(graph_and_bundles: Any) -> None:
+    graph, bundles = graph_and_bundles
+    g = ground(graph, bundles)
+    email = graph.bindings[0].value["email"]
+    if "billing" in g.rounds[1]:
+        invoices = g.rounds[1]["billing"].get("invoice", [])
+        assert all(r["customer_email"] == email for r in invoices)
+
+
+def test_schema_checks_name_the_bad_row(bundle_dirs: dict[str, Path], tmp_path: Path) -> None:
+    from weft_tasks.atomic.bundle import load_bundle
+
+    helpdesk = load_bundle(bundle_dirs["helpdesk"])
+    ok, issues = check_rows(
+        "helpdesk",
+        helpdesk.entities,
+        {
+            "requester": [
+                {"id": 10, "email": "x@y", "name": "X"},
+                {"id": 11, "email": "z@y", "nick": "Z"},
+            ],
+            "ticket": [
+                {
+                    "id": 9,
+                    "requester_id": 10,
+                    "subject": "s",
+                    "status": "pending",
+                    "priority": "low",
+                },
+                {"id": 8, "requester_id": 10, "subject": None, "status": "open", "priority": "low"},
+            ],
+            "payroll": [{"id": 1}],
+        },
+    )
+    messages = " | ".join(i.message for i in issues)
+    assert "unknown column(s) ['nick']" in messages and "'pending' is not one of" in messages
+    assert "may not be null" in messages and "unknown table 'payroll'" in messages
+    assert ok == {"requester": [{"id": 10, "email": "x@y", "name": "X"}]}
+    # the SQLite schema catches what the entity model cannot: uniqueness and dangling references
+    dest = tmp_path / "s.sqlite"
+    issues = build_db(
+        "helpdesk",
+        helpdesk.seed_path,
+        {
+            "requester": [
+                {"id": 1, "email": "a@b", "name": "A"},
+                {"id": 2, "email": "a@b", "name": "B"},
+            ],
+            "ticket": [
+                {"id": 5, "requester_id": 77, "subject": "s", "status": "open", "priority": "low"}
+            ],
+        },
+        dest,
+    )
+    text = " | ".join(i.message for i in issues)
+    assert "UNIQUE" in text and "references a missing requester" in text
+    con = sqlite3.connect(dest)
+    assert con.execute("select count(*) from requester").fetchone()[0] == 1
+    assert con.execute("select count(*) from ticket").fetchone()[0] == 0
+
+
+def test_llm_rows_are_checked_and_targets_protected(graph_and_bundles: Any, scripted: Any) -> None:
+    graph, bundles = graph_and_bundles
+    target = next(
+        r for n in graph.nodes if n.task.mcp == "crm" for r in n.task.seed_rows.get("customer", [])
+    )
+    proposal = {
+        "rows": {
+            "crm": {
+                "customer": [
+                    {**target, "name": "Impostor"},  # would replace a target
+                    {
+                        "id": 90,
+                        "name": "Zed",
+                        "email": "zed@example.com",
+                        "tier": "platinum",
+                    },  # bad enum
+                    {
+                        "id": 91,
+                        "name": "Yan",
+                        "email": "yan@example.com",
+                        "tier": "gold",
+                        "city": "Oslo",
+                    },
+                ]
+            },
+            "payroll": {"employee": [{"id": 1}]},  # not an MCP of the graph
+        }
+    }
+    llm = scripted([json.dumps(proposal), json.dumps({"rows": {}}), json.dumps({"rows": {}})])
+    g = ground(graph, bundles, llm)
+    crm = g.rows()["crm"]["customer"]
+    assert target in crm and not any(r.get("name") == "Impostor" for r in crm)
+    assert any(r["id"] == 91 for r in crm) and not any(r["id"] == 90 for r in crm)
+    text = " | ".join(g.issues)
+    assert "would replace a target entity" in text and "platinum" in text and "payroll" in text

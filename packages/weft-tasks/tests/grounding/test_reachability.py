@@ -1,0 +1,72 @@
+"""Reachability replay through a real MegaMCP host, from grounded initial snapshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from weft_core.models import FieldEquals
+from weft_tasks.atomic.megamcp import Registrar, megamcp_client
+from weft_tasks.compose.composer import CompositionState, compose_graph
+from weft_tasks.grounding.agent import ground
+from weft_tasks.grounding.reachability import register_snapshots, replay, write_snapshots
+
+pytestmark = pytest.mark.integration
+
+
+async def test_every_round_is_reachable_and_a_broken_state_is_not(
+    libraries: list[Any], tmp_path: Path
+) -> None:
+    bundles = {
+        lib.mcp: lib.bundle for lib in libraries if lib.mcp in ("crm", "helpdesk", "billing")
+    }
+    pool = [t for lib in libraries if lib.mcp in bundles for t in lib.tasks]
+    state = compose_graph(
+        CompositionState(
+            graph_id="g1", profile="Complex", objective="serve Ada", nodes_wanted=6, pool=pool
+        ),
+        bundles,
+    )
+    graph = state.graph
+    assert graph is not None and not state.issues
+    paths = {m: bundles[m].path for m in graph.mcps}
+    grounded = ground(graph, {m: bundles[m] for m in graph.mcps})
+    async with megamcp_client(data_dir=tmp_path / "mm") as client:
+        reg = Registrar(client)
+        for upto in (1, 2, 3):  # the completion conditions hold from each round's state
+            files, issues = write_snapshots(grounded.rows(upto), paths, tmp_path / "snap")
+            assert issues == []
+            refs = await register_snapshots(client, reg, files, paths)
+            report = await replay(client, reg, graph, {m: r.uri for m, r in refs.items()}, paths)
+            assert report.passed, report.diagnostic
+            assert [n.node for n in report.nodes] == graph.order
+            assert all(n.passed for n in report.nodes)
+            assert report.final_passing  # what the reference achieved holds at the end
+        # an impossible completion condition is caught at its node's checkpoint
+        node = graph.node(graph.order[-1])
+        bad = FieldEquals(
+            id=f"{node.id}.bad",
+            mcp=node.task.mcp,
+            table=next(iter(node.task.entities)),
+            where={"id": -1},
+            field="id",
+            value=1,
+        )
+        tampered = graph.model_copy(
+            update={
+                "nodes": [
+                    n.model_copy(update={"checks": [*n.checks, bad]}) if n.id == node.id else n
+                    for n in graph.nodes
+                ]
+            }
+        )
+        report = await replay(client, reg, tampered, {m: r.uri for m, r in refs.items()}, paths)
+        assert not report.passed and report.diagnostic.startswith(f"node {node.id}")
+        # a state without the target entities is unreachable: the first lookup fails
+        empty = {m: {} for m in graph.mcps}
+        files, _ = write_snapshots(empty, paths, tmp_path / "snap")
+        refs = await register_snapshots(client, reg, files, paths)
+        report = await replay(client, reg, graph, {m: r.uri for m, r in refs.items()}, paths)
+        assert not report.passed and report.diagnostic
