@@ -88,6 +88,7 @@ async def stage_envs(
             # Synthesis (alembic) is not thread-safe: one spec per worker process, and with
             # jobs=1 one spec at a time in a helper thread.
             sem = asyncio.Semaphore(config.envsynth.jobs)
+            bar: Any
             with progress(total=len(todo), description="environments") as bar:
 
                 async def one(i: int, spec: Path, key: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
@@ -62,7 +62,7 @@ class ReferencePolicyModel(BaseChatModel):
     def model_name(self) -> str:
         return "reference-policy"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ReferencePolicyModel:  # type: ignore[override]
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ReferencePolicyModel:
         return self
 
     def _turn_nodes(self, turn: int) -> list[str]:
@@ -91,7 +91,7 @@ class ReferencePolicyModel(BaseChatModel):
                 continue
             turn += 1
             # The calls made in this turn, in order, with their results.
-            made: list[tuple[dict[str, Any], ToolMessage | None]] = []
+            made: list[tuple[ToolCall, ToolMessage | None]] = []
             j = idx + 1
             while j < len(messages) and not isinstance(messages[j], HumanMessage):
                 m = messages[j]
@@ -108,7 +108,7 @@ class ReferencePolicyModel(BaseChatModel):
     def _play_turn(
         self,
         turn: int,
-        made: list[tuple[dict[str, Any], ToolMessage | None]],
+        made: list[tuple[ToolCall, ToolMessage | None]],
         outputs: dict[str, dict[str, Any]],
         is_current: bool,
     ) -> AIMessage:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager
@@ -16,5 +17,6 @@ def progress_bar(
         return
     from weft_core.console import progress
 
+    bar: Any
     with progress(total=total, description=description) as bar:
         yield bar.advance

@@ -144,7 +144,7 @@ def _parse_request(content: Any) -> str:
         except json.JSONDecodeError:
             return text.strip()
         if isinstance(data, dict) and isinstance(data.get("request"), str):
-            return data["request"].strip()
+            return str(data["request"]).strip()
     return text.strip()
 
 
