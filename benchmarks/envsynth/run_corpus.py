@@ -35,12 +35,14 @@ def main() -> None:
     ap.add_argument("--corpus", default=str(CORPUS))
     ap.add_argument("--out", default="/dev/shm/envsynth-corpus")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--limit", type=int, default=0, help="only the first N files (0 = all)")
+    ap.add_argument("--limit", type=int, default=0, help="only N files (0 = all)")
+    ap.add_argument("--offset", type=int, default=0, help="skip the first N files")
     ap.add_argument(
         "--keep", action="store_true", help="keep the bundles (default: delete after counting)"
     )
     args = ap.parse_args()
     files = sorted(p for p in Path(args.corpus).glob("*.json"))
+    files = files[args.offset :]
     if args.limit:
         files = files[: args.limit]
     out = Path(args.out)

@@ -105,15 +105,20 @@ def _norm_arg(arg: str) -> str:
 
 
 def _is_file_tool(tool: ToolSpec, words: list[str]) -> bool:
-    if any(
-        w in {"file", "files", "directory", "directories", "folder", "folders", "dir", "mkdir"}
-        for w in words
-    ):
-        return True
+    """A tool on workspace files: a file noun plus a path-like argument (or no arguments at all);
+    'update_folder(folder_id)' of a document API is a database tool, not a file tool."""
     props = {W.identifier(a) for a in tool.properties}
+    pathish = bool(props & W.PATH_ARGS)
+    if any(id_argument_entity(a, sc) for a, sc in tool.properties.items()) and not pathish:
+        return False
+    if any(w in _FILE_NOUNS for w in words):
+        return pathish or not props or props <= W.CONTENT_ARGS | W.OPTION_ARGS
     return bool(props & {"path", "file_path", "filepath"}) and any(
         w in _FILE_VERBS for w in words[:1]
     )
+
+
+_FILE_NOUNS = {"file", "files", "directory", "directories", "folder", "folders", "dir", "mkdir"}
 
 
 def classify_operation(tool: ToolSpec) -> tuple[Operation, str | None]:

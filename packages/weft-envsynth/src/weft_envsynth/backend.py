@@ -39,7 +39,7 @@ def route_programmatic(contract: ToolContract, model: EntityModel) -> RoutePlan:
         elif m.role == "filter" and m.field:
             plan.filters[m.field] = m.argument
         elif m.role == "filter" and m.field is None:
-            plan.text_argument = m.argument
+            plan.text_argument = plan.text_argument or m.argument
         elif m.role == "option" and W.identifier(m.argument) in W.LIMIT_ARGS:
             plan.limit_argument = plan.limit_argument or m.argument
     if plan.text_argument:

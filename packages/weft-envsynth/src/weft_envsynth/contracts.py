@@ -127,6 +127,7 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
     fields = {f.name: f for f in entity.fields}
     mappings: list[ArgMapping] = []
     has_key = False
+    has_text = False  # one free-text argument; further query-like ones are options
     for arg, schema in tool.properties.items():
         norm = _norm_arg(arg)
         target = id_argument_entity(arg, schema)
@@ -151,7 +152,8 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
         ):
             mappings.append(ArgMapping(argument=arg, role="option"))
             continue
-        if op in {"list", "search", "compute"} and norm in W.QUERY_ARGS:
+        if op in {"list", "search", "compute"} and norm in W.QUERY_ARGS and not has_text:
+            has_text = True
             mappings.append(ArgMapping(argument=arg, entity=entity.name, field=None, role="filter"))
             continue
         if op in {"list", "search", "compute", "read"} and norm in W.OPTION_ARGS:

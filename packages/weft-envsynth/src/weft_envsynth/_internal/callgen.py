@@ -168,6 +168,15 @@ class CallGenerator:
             args[arg] = value
         return args
 
+    def referenced_keys(self, ent: Entity, state: Rows) -> set[Any]:
+        """Keys of `ent` rows that other rows point at (foreign keys forbid deleting them)."""
+        referenced: set[Any] = set()
+        for e in self.model.entities:
+            for f in e.fields:
+                if f.foreign_key == f"{ent.name}.{ent.key}":
+                    referenced |= {r.get(f.name) for r in state.get(e.name, {}).values()}
+        return referenced
+
     def pick_target(self, contract: ToolContract, state: Rows) -> dict[str, Any] | None:
         if contract.entity is None:
             return None
@@ -179,6 +188,10 @@ class CallGenerator:
         if keyless and contract.operation in {"read", "update", "action", "delete"}:
             # The route acts on the first row (by key) matching the filters taken from that row.
             first = rows[0]
+            if contract.operation == "delete" and first[ent.key] in self.referenced_keys(
+                ent, state
+            ):
+                return None  # deleting a referenced row is refused by the foreign keys: nothing to check
             for tr in contract.transitions:
                 if first.get(tr.field) == tr.to_value or (
                     tr.from_values and first.get(tr.field) not in tr.from_values
@@ -195,11 +208,7 @@ class CallGenerator:
             ]
             return ok[0] if ok else None
         if contract.operation == "delete":
-            referenced = set()
-            for e in self.model.entities:
-                for f in e.fields:
-                    if f.foreign_key == f"{ent.name}.{ent.key}":
-                        referenced |= {r.get(f.name) for r in state.get(e.name, {}).values()}
+            referenced = self.referenced_keys(ent, state)
             free = [r for r in rows if r[ent.key] not in referenced]
             return free[-1] if free else None
         if contract.operation in {"list", "search", "compute"}:
