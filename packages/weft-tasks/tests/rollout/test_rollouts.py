@@ -379,3 +379,31 @@ async def test_agentic_checkpoints_come_from_a_ledger_replay_in_megamcp(megamcp,
     assert first.ledger_seqs == {"crm": [0]} and second.ledger_seqs == {"crm": [1]}
     assert first.start == 0 and first.end == second.start and second.end == len(trace.messages)
     assert trace_ledger_problems(trace.messages, trace.ledger) == []
+
+
+async def test_llm_user_simulator_in_a_rollout_is_validated_and_falls_back(megamcp):
+    from weft_core.testing import ScriptedChatModel
+
+    client, graph = megamcp
+    simulator = ScriptedChatModel(
+        [
+            '{"request": "Hi, please find the account of ada@example.com for me."}',
+            # turn 2 leaks turn 3 (the ticket) twice: rejected, then the template is used
+            '{"request": "Upgrade her to gold and open a high-priority support ticket about the tier upgrade."}',
+            '{"request": "Upgrade her to gold, then open a high-priority support ticket about the tier upgrade."}',
+            '{"request": "Last thing: open a high-priority ticket for Ada Lovelace (ada@example.com) titled Gold tier upgrade."}',
+        ]
+    )
+    trace = await run_rollout(
+        _plan(graph, "simuser", "full"),
+        client,
+        ReferenceChainTeacher(),
+        settings=QUIET,
+        simulator_model=simulator,
+    )
+    users = [m.content for m in trace.messages if m.role == "user"]
+    assert users[0] == "Hi, please find the account of ada@example.com for me."
+    assert "support ticket" not in users[1] and "gold" in users[1]  # the validated fallback
+    assert users[2].startswith("Last thing")
+    assert trace.final.passed and trace.error is None
+    assert simulator.remaining == 0
