@@ -110,4 +110,5 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
 
 
 def read_validation(bundle: Path) -> dict[str, Any]:
-    return json.loads((bundle / "validation.json").read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads((bundle / "validation.json").read_text(encoding="utf-8"))
+    return data

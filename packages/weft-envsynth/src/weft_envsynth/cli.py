@@ -8,7 +8,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from weft_core.console import ProgressTracker
 from weft_core.exceptions import WeftError
 from weft_envsynth.errors import BundleError, EnvSynthUserError
 from weft_envsynth.pipeline import SynthResult, default_jobs, synthesize_files
@@ -89,7 +91,8 @@ def synth(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    with console.progress(total=len(paths), description="synthesizing") as bar:
+    tracker: ProgressTracker[Any] = console.progress(total=len(paths), description="synthesizing")
+    with tracker as bar:
 
         def done(_r: SynthResult) -> None:
             bar.advance()

@@ -38,9 +38,9 @@ _TYPE_SCHEMA = {
 
 
 def entity_schema(entity: Entity) -> dict[str, Any]:
-    props = {}
+    props: dict[str, dict[str, Any]] = {}
     for f in entity.fields:
-        s = dict(_TYPE_SCHEMA[f.type])
+        s: dict[str, Any] = dict(_TYPE_SCHEMA[f.type])
         if f.enum:
             s["enum"] = list(f.enum)
         props[f.name] = s
@@ -98,17 +98,17 @@ def _file_mappings(tool: ToolSpec) -> list[ArgMapping]:
 def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel) -> ToolContract:
     op = effect.operation
     if effect.state_kind == StateKind.WORKSPACE or op.startswith("file_"):
-        mappings = _file_mappings(tool)
-        if op == "file_read" and not any(m.role == "path" for m in mappings):
+        file_maps = _file_mappings(tool)
+        if op == "file_read" and not any(m.role == "path" for m in file_maps):
             op = "file_list"  # e.g. get_current_directory(): nothing to read but the workspace itself
-        errors = [
+        file_errors = [
             ErrorCase(
                 condition="path outside the workspace",
                 message="invalid_path: path is outside the workspace",
             )
         ]
         if op in {"file_read", "file_delete"}:
-            errors.append(
+            file_errors.append(
                 ErrorCase(condition="file does not exist", message="not_found: no such file")
             )
         return ToolContract(
@@ -116,12 +116,12 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
             state_kind=StateKind.WORKSPACE,
             operation=op,
             entity=None,
-            mappings=mappings,
+            mappings=file_maps,
             reads=["workspace"] if op in {"file_read", "file_list"} else [],
             writes=["workspace"] if op in {"file_write", "file_delete"} else [],
             returns=_returns(op, None),
             preconditions=[],
-            errors=errors,
+            errors=file_errors,
         )
     entity = model.entity(effect.entity or "")
     fields = {f.name: f for f in entity.fields}

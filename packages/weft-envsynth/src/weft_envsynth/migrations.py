@@ -12,6 +12,7 @@ import sqlite3
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import command
@@ -170,17 +171,14 @@ def render_revision(
         engine.dispose()
     if migration.upgrade_ops is None or migration.upgrade_ops.is_empty():
         return None
-    opts = {
-        "render_as_batch": True,
-        "sqlalchemy_module_prefix": "sa.",
-        "alembic_module_prefix": "op.",
-    }
-    up = _clean(render_python_code(migration.upgrade_ops, **opts))
-    down_code = (
-        _clean(render_python_code(migration.downgrade_ops, **opts))
-        if migration.downgrade_ops
-        else "pass"
-    )
+
+    def render(ops: Any) -> str:
+        return render_python_code(
+            ops, sqlalchemy_module_prefix="sa.", alembic_module_prefix="op.", render_as_batch=True
+        )
+
+    up = _clean(render(migration.upgrade_ops))
+    down_code = _clean(render(migration.downgrade_ops)) if migration.downgrade_ops else "pass"
     return _TEMPLATE.format(
         message=message, rev=rev, down=down, upgrade=_indent(up), downgrade=_indent(down_code)
     )

@@ -106,7 +106,7 @@ class _Validator(WorkspaceChecks, CallGenerator):
                 tool=tool,
                 name=name,
                 kind=kind,
-                passed=ok,  # type: ignore[arg-type]
+                passed=ok,
                 category=None if ok else (category or "runtime"),
                 detail=detail[:300],
                 arguments=args,
@@ -554,16 +554,17 @@ class _Validator(WorkspaceChecks, CallGenerator):
                 if m.role == "value" and m.field and ent.field(m.field).unique
             ]
             rows = list(state.get(ent.name, {}).values())
-            if uniq and rows and rows[0].get(uniq[0].field) is not None:
+            ufield = uniq[0].field if uniq else None
+            if uniq and rows and ufield is not None and rows[0].get(ufield) is not None:
                 args = self.build_args(tool, contract, None, state, required_only=False) or dict(
                     base
                 )
                 await self.expect_error(
                     tool,
                     "boundary_unique_conflict",
-                    {**args, uniq[0].argument: rows[0][uniq[0].field]},
+                    {**args, uniq[0].argument: rows[0][ufield]},
                     "structural",
-                    f"a duplicate {uniq[0].field}",
+                    f"a duplicate {ufield}",
                 )
         strings = [
             a
@@ -574,9 +575,9 @@ class _Validator(WorkspaceChecks, CallGenerator):
         ]
         if strings and contract.operation in {"create", "update", "list", "search", "compute"}:
             a = strings[0]
-            m = next((mm for mm in contract.mappings if mm.argument == a), None)
-            if (m is not None and m.role in {"value", "option"}) or (
-                m is not None and m.role == "filter" and m.field is None
+            sm = next((mm for mm in contract.mappings if mm.argument == a), None)
+            if (sm is not None and sm.role in {"value", "option"}) or (
+                sm is not None and sm.role == "filter" and sm.field is None
             ):
                 before = self.state()
                 tgt = self.pick_target(contract, before)

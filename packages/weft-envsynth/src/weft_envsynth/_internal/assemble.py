@@ -56,7 +56,8 @@ def load_metadata(models_py: Path) -> sa.MetaData:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Base.metadata
+    metadata: sa.MetaData = module.Base.metadata
+    return metadata
 
 
 def write_sources(

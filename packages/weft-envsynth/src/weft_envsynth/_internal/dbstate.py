@@ -53,10 +53,10 @@ def _normalize(entity: Entity, row: dict[str, Any]) -> dict[str, Any]:
 
 def same_value(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
+        return bool(a == b)
     if isinstance(a, int | float) and isinstance(b, int | float):
         return abs(float(a) - float(b)) < 1e-9
-    return a == b
+    return bool(a == b)
 
 
 def same_row(returned: Any, stored: dict[str, Any]) -> str | None:
