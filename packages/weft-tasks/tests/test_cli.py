@@ -115,5 +115,5 @@ def test_hostile_input_gives_one_line_errors(
     )
     assert "p.toml" in err()
     assert run("compose", str(lib), "--n", "3", "-o", str(tmp_path / "t")) == 2
-    assert "library.json" in err()
+    assert "not a valid LibraryManifest" in err()
     assert run("compose", str(lib), "--n", "0", "-o", str(tmp_path / "t")) == 2
