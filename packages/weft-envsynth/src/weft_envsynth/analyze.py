@@ -154,6 +154,16 @@ def classify_operation(tool: ToolSpec) -> tuple[Operation, str | None]:
             return "read", w
         if w in W.TRANSITION_VERBS:
             return "action", w
+    # No verb in the name: the description's leading verb ("Retrieves ...", "Searches ...") decides
+    # between the read-only operations; writes are never inferred from prose alone.
+    for w in W.split_words(" ".join(tool.description.split()[:4])):
+        v = W.singular(w)
+        if v in W.SEARCH_VERBS:
+            return "search", None
+        if v in W.LIST_VERBS:
+            return "list", None
+        if v in W.READ_VERBS:
+            return "read", None
     props = {W.identifier(a) for a in tool.properties}
     if props & W.QUERY_ARGS:
         return "search", None

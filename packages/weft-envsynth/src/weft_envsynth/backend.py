@@ -253,14 +253,21 @@ def _render_route(
         out.append(f"require_row(session, m.{model_class(tgt.name)}, {arg(argname)}, {tgt.name!r})")
 
     def locate() -> None:
+        pad = ""
         if route.key_argument:
             out.append(f"row = get_row(session, {cls}, {arg(route.key_argument)}, {ename!r})")
-        else:
-            out.append(f"stmt = select({cls})")
-            for f, argname in route.filters.items():
-                out.append(f"if {arg(argname)} is not None:")
-                out.append(f"    stmt = stmt.where({cls}.{f} == {arg(argname)})")
-            out.append(f"row = first_row(session, stmt.order_by({cls}.{key}), {ename!r})")
+            if route.key_argument in tool.required:
+                return
+            # An optional key: without it the tool acts on the first row matching the filters.
+            out[-1] = f"if {arg(route.key_argument)} is not None:"
+            out.append(f"    row = get_row(session, {cls}, {arg(route.key_argument)}, {ename!r})")
+            out.append("else:")
+            pad = "    "
+        out.append(f"{pad}stmt = select({cls})")
+        for f, argname in route.filters.items():
+            out.append(f"{pad}if {arg(argname)} is not None:")
+            out.append(f"{pad}    stmt = stmt.where({cls}.{f} == {arg(argname)})")
+        out.append(f"{pad}row = first_row(session, stmt.order_by({cls}.{key}), {ename!r})")
 
     def assign() -> None:
         for f, argname in route.assignments.items():

@@ -175,7 +175,7 @@ class _Validator(WorkspaceChecks, CallGenerator):
         enum_pick: int = 0,
     ) -> None:
         before = self.state()
-        target = self.pick_target(contract, before)
+        target = self.pick_target(contract, before, required_only=required_only, tool=tool)
         if contract.operation in {"read", "update", "action", "delete"} and target is None:
             self.record(
                 tool.name,

@@ -177,14 +177,23 @@ class CallGenerator:
                     referenced |= {r.get(f.name) for r in state.get(e.name, {}).values()}
         return referenced
 
-    def pick_target(self, contract: ToolContract, state: Rows) -> dict[str, Any] | None:
+    def pick_target(
+        self,
+        contract: ToolContract,
+        state: Rows,
+        *,
+        required_only: bool = False,
+        tool: ToolSpec | None = None,
+    ) -> dict[str, Any] | None:
         if contract.entity is None:
             return None
         ent = self.entity(contract.entity)
         rows = sorted(state.get(ent.name, {}).values(), key=lambda r: r[ent.key])
         if not rows:
             return None
-        keyless = not any(m.role == "key" for m in contract.mappings)
+        keys = [m.argument for m in contract.mappings if m.role == "key"]
+        # Without a key argument in the call, the route acts on the first row matching the filters.
+        keyless = not keys or (required_only and tool is not None and keys[0] not in tool.required)
         if keyless and contract.operation in {"read", "update", "action", "delete"}:
             # The route acts on the first row (by key) matching the filters taken from that row.
             first = rows[0]

@@ -43,7 +43,7 @@ def _normalize(entity: Entity, row: dict[str, Any]) -> dict[str, Any]:
             continue
         if t == "boolean":
             row[k] = bool(v)
-        elif t == "json" and isinstance(v, str) and v[:1] in '[{"':
+        elif t == "json" and isinstance(v, str):  # SQLAlchemy's JSON stores None as 'null' text
             with contextlib.suppress(ValueError):
                 row[k] = json.loads(v)
         elif t == "number" and isinstance(v, int):

@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from weft_core.models import MCPSpec
 
 T = TypeVar("T", bound=BaseModel)
+
+
+@runtime_checkable
+class StructuredChatModel(Protocol):
+    """What the LLM strategies need from a chat model (any LangChain BaseChatModel fits).
+
+    Contract: `with_structured_output(schema, include_raw=True)` returns a runnable whose
+    `invoke(prompt)` gives {"raw", "parsed", "parsing_error"} or the parsed object; `invoke(prompt)`
+    gives a message whose tool calls or JSON text carry the answer. Answers are never trusted:
+    every product is checked deterministically and replaced by the programmatic one when wrong.
+    """
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any: ...
+
+    def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any: ...
+
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
