@@ -20,7 +20,11 @@ from weft_tasks.exceptions import ExecutionError
 
 @asynccontextmanager
 async def megamcp_client(
-    url: str | None = None, admin_token: str | None = None, *, data_dir: Path | None = None
+    url: str | None = None,
+    admin_token: str | None = None,
+    *,
+    data_dir: Path | None = None,
+    subprocess: bool = False,
 ) -> AsyncIterator[Any]:
     """A `MegaMCPClient`: to the host at `url`, or to an embedded host started (and stopped) here
     whose registry and object store live in `data_dir` (so the snapshots it stores outlive it)."""
@@ -38,7 +42,8 @@ async def megamcp_client(
             await _aclose(client)
         return
     settings = MegaMCPSettings(data_dir=data_dir) if data_dir is not None else MegaMCPSettings()
-    async with MegaMCPHost.running(settings) as host:
+    # a host in its own process serves calls while this process samples and grounds
+    async with MegaMCPHost.running(settings, subprocess=subprocess) as host:
         client = MegaMCPClient(host.url, host.admin_token)
         try:
             yield client
