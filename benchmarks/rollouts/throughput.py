@@ -65,40 +65,52 @@ async def main(n: int, levels: list[int]) -> None:
                 "teacher": ReferenceChainTeacher(),
                 "react": ReActHarness(reference_policy),
             }
-            for harness in harnesses:
-                for level in levels:
-                    plans = plan_rollouts([graph], [("simuser", "partial")], [harness], samples=n)
-                    t0 = time.perf_counter()
-                    report = await run_rollouts(
-                        plans,
-                        client,
-                        harnesses,
-                        settings=RolloutSettings(concurrency=level, progress=False),
-                    )
-                    wall = time.perf_counter() - t0
-                    ok = [
-                        t
-                        for t in report.traces
-                        if t.error is None
-                        and t.final
-                        and t.final.passed
-                        and not trace_ledger_problems(t.messages, t.ledger)
-                    ]
-                    rows.append(
-                        [
-                            harness,
-                            level,
-                            len(report.traces),
-                            len(ok),
-                            f"{wall:.1f}",
-                            f"{len(ok) / wall:.2f}",
-                            f"{wall * level / max(1, len(ok)):.2f}",
+            for view in ("simuser/partial", "agentic/full"):
+                for harness in harnesses:
+                    for level in levels:
+                        mode, disclosure = view.split("/")
+                        plans = plan_rollouts([graph], [(mode, disclosure)], [harness], samples=n)
+                        t0 = time.perf_counter()
+                        report = await run_rollouts(
+                            plans,
+                            client,
+                            harnesses,
+                            settings=RolloutSettings(concurrency=level, progress=False),
+                        )
+                        wall = time.perf_counter() - t0
+                        ok = [
+                            t
+                            for t in report.traces
+                            if t.error is None
+                            and t.final
+                            and t.final.passed
+                            and not trace_ledger_problems(t.messages, t.ledger)
                         ]
-                    )
+                        rows.append(
+                            [
+                                view,
+                                harness,
+                                level,
+                                len(report.traces),
+                                len(ok),
+                                f"{wall:.1f}",
+                                f"{len(ok) / wall:.2f}",
+                                f"{wall * level / max(1, len(ok)):.2f}",
+                            ]
+                        )
     set_quiet(False)
     summary_table(
-        "Rollout throughput (sample task: 2 MCPs, 3 turns, 3 calls, 4 verifications)",
-        ["harness", "concurrency", "rollouts", "verified", "wall s", "rollouts/s", "s per rollout"],
+        "Rollout throughput (sample task: 2 MCPs, 3 atomic tasks, 3 calls; agentic adds a ledger-replay group)",
+        [
+            "view",
+            "harness",
+            "concurrency",
+            "rollouts",
+            "verified",
+            "wall s",
+            "rollouts/s",
+            "s per rollout",
+        ],
         rows,
     )
 
