@@ -56,6 +56,30 @@ def test_batch_with_hostile_specs_goes_on_and_reports(
     (specs / "truncated.json").write_text('{"name": "x", "tools": [')
     (specs / "no_tools.json").write_text(json.dumps({"name": "Empty", "tools": []}))
     (specs / "not_a_spec.json").write_text(json.dumps({"hello": "world"}))
+    clash = {
+        "name": "Clash",
+        "tools": [
+            {
+                "name": "get_item",
+                "description": "Get an item.",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"item_id": {"type": "string"}},
+                    "required": ["item_id"],
+                },
+            },
+            {
+                "name": "get_item",
+                "description": "Get an item again.",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"item_id": {"type": "string"}},
+                    "required": ["item_id"],
+                },
+            },
+        ],
+    }
+    (specs / "clash.json").write_text(json.dumps(clash))
     out = tmp_path / "out"
     code = main(["synth", str(specs), "-o", str(out), "--quiet", "--rounds", "1"])
     assert code == 0
@@ -63,10 +87,13 @@ def test_batch_with_hostile_specs_goes_on_and_reports(
     by = {Path(r["source"]).name: r for r in report["results"]}
     assert by["good.json"]["status"] == "certified" and by["good.json"]["tools_certified"] == 2
     assert "broken_tool" in by["good.json"]["rejected_tools"]
+    # a name clash: the loader renames the second tool; both are synthesized and certified
+    assert by["clash.json"]["status"] == "certified" and by["clash.json"]["tools_certified"] == 2
     for bad in ("truncated.json", "no_tools.json", "not_a_spec.json"):
         assert by[bad]["status"] == "rejected" and by[bad]["reason"], bad
     assert (out / "notes" / "manifest.json").exists()
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
+        "clash",
         "envsynth-report.json",
         "notes",
     ]
