@@ -60,3 +60,22 @@ async def test_two_versions_of_a_bundle_load_side_by_side(
     a, b = import_bundle(helpdesk_bundle), import_bundle(copy)
     assert a.__name__ != b.__name__
     assert a.create_server() is not b.create_server()
+
+
+async def test_workspace_bundle_ships_a_seed_workspace(tmp_path: Path, example) -> None:
+    from weft_envsynth.pipeline import synthesize_spec
+
+    result = synthesize_spec(example("files"), tmp_path / "envs", rounds=0)
+    assert result.status == "certified"
+    bundle = Path(result.bundle or "")
+    assert (bundle / "seed_workspace" / "notes" / "todo.txt").is_file()
+    ws = tmp_path / "session-ws"
+    with bind_session(SessionBinding("w1", tmp_path / "w1.sqlite", ws)):
+        async with Client(import_bundle(bundle).create_server()) as c:
+            res = await c.call_tool("read_file", {"path": "/notes/todo.txt"})
+            assert "review open tickets" in res.structured_content["content"]
+            bad = await c.call_tool("read_file", {"path": "../../etc/passwd"}, raise_on_error=False)
+            assert bad.is_error and bad.content[0].text.startswith("invalid_path")
+            await c.call_tool("write_file", {"path": "/reports/new.md", "content": "# Q2"})
+    release_session("w1")
+    assert (ws / "reports" / "new.md").read_text() == "# Q2"

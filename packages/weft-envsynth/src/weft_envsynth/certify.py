@@ -16,6 +16,7 @@ from typing import Any
 from weft_core.models import EnvBundleManifest, StateKind, ToolCertification
 from weft_envsynth._internal.assemble import dump_json, file_hashes
 from weft_envsynth.state import EnvSynthState
+from weft_envsynth.validate import SEED_FILES
 
 
 def tool_certifications(state: EnvSynthState) -> list[ToolCertification]:
@@ -79,6 +80,12 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
         ],
     }
     dump_json(work / "validation.json", validation)
+    if any(t.state_kind == StateKind.WORKSPACE for t in tools):
+        # The files validation ran against become the initial workspace of every session.
+        for rel, text in SEED_FILES.items():
+            p = work / "seed_workspace" / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
     (work / ".seed.sqlite.tmp").unlink(missing_ok=True)
     for cache in work.rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)

@@ -101,7 +101,12 @@ def db_session() -> Iterator[Session]:
 
 
 def workspace_root() -> Path:
+    """The session's workspace; a new one starts as a copy of the bundle's seed_workspace/."""
     root = current_binding().workspace
+    if not root.exists():
+        seed = BUNDLE_DIR / "seed_workspace"
+        if seed.is_dir():
+            shutil.copytree(seed, root, dirs_exist_ok=True)
     root.mkdir(parents=True, exist_ok=True)
     return root
 
