@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from weft_core.exceptions import ArtifactError
 from weft_core.models import Trace
 
 
@@ -16,22 +17,30 @@ class TraceSink:
         self.path = path
 
     def load(self) -> tuple[list[Trace], list[str]]:
-        """(traces, problems) — problems name lines that are not valid traces."""
-        traces: list[Trace] = []
+        """(traces, problems) — problems name lines that are not valid traces. A rollout rerun
+        after an infrastructure failure appears twice; the later line wins."""
+        traces: dict[str, Trace] = {}
         problems: list[str] = []
         if not self.path.exists():
-            return traces, problems
+            return [], problems
         with self.path.open(encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
                 try:
-                    traces.append(Trace.model_validate_json(line))
+                    trace = Trace.model_validate_json(line)
+                    trace.verify_hash()
+                except ArtifactError:
+                    problems.append(f"{self.path}:{lineno}: trace content does not match its hash")
+                    continue
                 except ValidationError as exc:
                     problems.append(
                         f"{self.path}:{lineno}: not a trace ({exc.error_count()} error(s))"
                     )
-        return traces, problems
+                    continue
+                traces.pop(trace.id, None)  # the later line wins, and moves to the end
+                traces[trace.id] = trace
+        return list(traces.values()), problems
 
     def append(self, trace: Trace) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
