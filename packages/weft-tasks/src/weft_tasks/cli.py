@@ -110,7 +110,7 @@ def _print_json(data: Any) -> None:
 
 
 async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
-    from weft_core.console import progress, summary_table
+    from weft_core.console import ProgressTracker, progress, summary_table
     from weft_tasks.atomic.certify import MCPOutcome, bundle_dirs, certify_bundle
     from weft_tasks.atomic.megamcp import megamcp_client
     from weft_tasks.atomic.validation import MegaMCPValidator
@@ -125,6 +125,7 @@ async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
         settings.megamcp_url, settings.megamcp_admin_token, data_dir=out / ".megamcp"
     ) as client:
         validator = MegaMCPValidator(client, concurrency=settings.concurrency)
+        bar: ProgressTracker[Any]
         with progress(total=len(dirs), description="certify") as bar:
             for d in dirs:
                 try:
@@ -181,7 +182,7 @@ async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
 
 
 async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
-    from weft_core.console import progress
+    from weft_core.console import ProgressTracker, progress
     from weft_tasks.atomic.library import load_library
     from weft_tasks.atomic.megamcp import megamcp_client
     from weft_tasks.compose.pipeline import Composer
@@ -200,6 +201,7 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
         settings.megamcp_url, settings.megamcp_admin_token, data_dir=out / ".megamcp"
     ) as client:
         composer = Composer(libraries, client, out, profiles=profiles, llm=llm, settings=settings)
+        bar: ProgressTracker[Any]
         with progress(total=args.n, description="compose") as bar:
             report = await composer.run(args.n, on_progress=bar.advance)
     if args.json:

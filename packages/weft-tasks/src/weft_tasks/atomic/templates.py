@@ -181,8 +181,8 @@ def _new_value(
         value = (current if isinstance(current, int) else 0) + 3 + salt
         return _clamp(value, schema)
     if kind == "number":
-        value = round((current if isinstance(current, (int, float)) else 0) + 12.5 + salt, 2)
-        return _clamp(value, schema)
+        amount = round((current if isinstance(current, (int, float)) else 0) + 12.5 + salt, 2)
+        return _clamp(amount, schema)
     if kind == "boolean":
         return not bool(current)
     if kind == "date":
@@ -240,7 +240,7 @@ class _Builder:
         while name in used:
             name, n = f"{base}_{n}", n + 1
         self.inputs.append(
-            TaskInput(name=name, value=value, description=description, source=source)  # type: ignore[arg-type]
+            TaskInput(name=name, value=value, description=description, source=source)
         )
         return "{{" + name + "}}"
 
@@ -299,26 +299,35 @@ def _args_for(
             and target is not entity
             and m.field
             and own is not None
+            and target is not None
+            and fname is not None
         ):
             # re-pointing a reference (assign a ticket to an employee) is the change itself
-            choices = [r for r in bundle.rows(target.name) if r.get(fname) != own.get(m.field)]  # type: ignore[union-attr]
+            choices = [r for r in bundle.rows(target.name) if r.get(fname) != own.get(m.field)]
             if not choices:
                 continue
             pick = choices[salt % len(choices)]
-            _fk_rows(bundle, b, target, pick)  # type: ignore[arg-type]
-            new_values[m.field] = pick[fname]  # type: ignore[index]
+            _fk_rows(bundle, b, target, pick)
+            new_values[m.field] = pick[fname]
             args[name] = b.given(
                 name, pick[fname], f"{target.name}.{fname} of {_label(target, pick)}"
-            )  # type: ignore[union-attr,index]
+            )
         elif m and m.role == "filter" and not fname and target is not None and row is not None:
             words = _words_field(target)
             if words is None or row.get(words.name) is None:
                 continue
             args[name] = b.given(name, row[words.name], f"words to find {_label(target, row)}")
-        elif m and m.role in ("key", "reference", "filter") and row is not None and fname in row:
+        elif (
+            m
+            and m.role in ("key", "reference", "filter")
+            and target is not None
+            and row is not None
+            and fname is not None
+            and fname in row
+        ):
             args[name] = b.given(
                 name, row[fname], f"{target.name}.{fname} of {_label(target, row)}"
-            )  # type: ignore[union-attr]
+            )
         elif m and m.role == "value" and target is not None and fname:
             try:
                 f = target.field(fname)

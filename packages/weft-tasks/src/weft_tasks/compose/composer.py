@@ -13,7 +13,7 @@ is deterministic so its issues are final. The graph's order is the stable topolo
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -109,21 +109,21 @@ def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> En
     for key in keys:
         refs = refs_by_key[key]
         for task in pool:
-            b = bundles.get(task.mcp)
+            home = bundles.get(task.mcp)
             table = refs.get(task.mcp)
-            if b is None or table is None or not task.seed_rows.get(table):
+            if home is None or table is None or not task.seed_rows.get(table):
                 continue
-            e = _entity(b, table)
+            e = _entity(home, table)
             if e is None:
                 continue
             row = task.seed_rows[table][0]
             value: dict[str, Any] = {}
-            for f in e.fields:
-                k = _binding_key(b, table, f.name)
-                if k and row.get(f.name) is not None and (k == "name" or k in refs_by_key):
-                    value.setdefault(k, row[f.name])
-            anchor = [f for f in e.fields if _binding_key(b, table, f.name) == key]
-            if key not in value or not anchor or not _unique(b, table, anchor[0].name):
+            for ef in e.fields:
+                k = _binding_key(home, table, ef.name)
+                if k and row.get(ef.name) is not None and (k == "name" or k in refs_by_key):
+                    value.setdefault(k, row[ef.name])
+            anchor = [ef for ef in e.fields if _binding_key(home, table, ef.name) == key]
+            if key not in value or not anchor or not _unique(home, table, anchor[0].name):
                 continue
             ordered = {task.mcp: table} | {m: t for m, t in sorted(refs.items()) if m != task.mcp}
             return EntityBinding(name=table, entity=table, value=value, refs=ordered)
@@ -326,8 +326,7 @@ def assemble(
         )
     # state dependencies: same MCP, overlapping entities, at least one side writes
     for j, b in enumerate(nodes):
-        for i in range(j):
-            a = nodes[i]
+        for a in nodes[:j]:
             if a.task.mcp != b.task.mcp or not (a.task.writes or b.task.writes):
                 continue
             shared = set(a.task.entities) & set(b.task.entities)
@@ -502,11 +501,11 @@ def llm_proposal(
     graph = assemble(state, chosen, bundles, binding, sources=sources)
     # upstream wiring the model asked for on inputs that are not aligned: apply it verbatim so
     # that an impossible wiring (a later node, a missing outcome) reaches the checks
-    nodes = []
+    wired: list[TaskNode] = []
     edges = list(graph.edges)
-    for idx, node in enumerate(graph.nodes):
+    for idx, tnode in enumerate(graph.nodes):
         inputs = []
-        for i in node.inputs:
+        for i in tnode.inputs:
             src = sources.get((idx, i.name))
             if src is not None and i.source != "upstream":
                 i = i.model_copy(
@@ -519,14 +518,14 @@ def llm_proposal(
                 edges.append(
                     TaskEdge(
                         source=f"n{src[0] + 1}",
-                        target=node.id,
+                        target=tnode.id,
                         kind=EdgeKind.INFORMATION,
                         fields=[src[1]],
                     )
                 )
             inputs.append(i)
-        nodes.append(node.model_copy(update={"inputs": inputs}))
-    graph = graph.model_copy(update={"nodes": nodes, "edges": edges})
+        wired.append(tnode.model_copy(update={"inputs": inputs}))
+    graph = graph.model_copy(update={"nodes": wired, "edges": edges})
     return graph.model_copy(update={"order": stable_order(graph) or []})
 
 
@@ -558,7 +557,7 @@ def check(state: CompositionState) -> dict[str, Any]:
     return {"issues": check_graph(state.graph, {t.id for t in state.pool})}
 
 
-def _route(state: CompositionState, *, llm: BaseChatModel | None) -> Literal["propose", "__end__"]:
+def _route(state: CompositionState, *, llm: BaseChatModel | None) -> str:
     if state.issues and llm is not None and state.attempts < state.max_attempts:
         return "propose"
     return END

@@ -142,7 +142,7 @@ class Composer:
                 self.llm,
             )
             if state.graph is None or state.issues:
-                kinds = sorted({i.kind for i in state.issues}) or ["no graph"]
+                kinds: list[str] = sorted({i.kind for i in state.issues}) or ["no graph"]
                 self.reject(f"graph check: {kinds[0]}")
                 return None
             grounded = ground(
