@@ -4,6 +4,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from weft_core.testing import ScriptedChatModel
 
@@ -22,8 +23,8 @@ def scripted():
     return make
 
 
-@pytest.fixture
-async def megamcp(tmp_path):
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def megamcp(tmp_path_factory):
     """(client, graph): a running MegaMCP with crm + helpdesk registered, and the sample task
     grounded on snapshots stored in MegaMCP's object store."""
     from weft_core.models import SnapshotRef
@@ -31,6 +32,8 @@ async def megamcp(tmp_path):
     from weft_megamcp.host import MegaMCPHost
     from weft_megamcp.settings import MegaMCPSettings
 
+    # One host per test module (each test still gets its own session groups).
+    tmp_path = tmp_path_factory.mktemp("megamcp")
     settings = MegaMCPSettings(data_dir=tmp_path / "megamcp")
     async with MegaMCPHost.running(settings) as host:
         client = MegaMCPClient(host.url, host.admin_token)

@@ -9,6 +9,7 @@ import socket
 import time
 
 import pytest
+import pytest_asyncio
 import uvicorn
 from langchain_core.messages import convert_to_messages, convert_to_openai_messages
 from starlette.applications import Starlette
@@ -21,7 +22,7 @@ from weft_core.models import ViewMode
 from weft_tasks.harness import ReActHarness, ReferencePolicyModel
 from weft_tasks.rollout import RolloutSettings, plan_rollouts, run_rollout, trace_ledger_problems
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
 
 def _free_port() -> int:
@@ -30,7 +31,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def endpoint(megamcp):
     client, graph = megamcp
     seen: list[dict] = []

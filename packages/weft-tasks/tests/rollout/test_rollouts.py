@@ -16,7 +16,7 @@ from weft_tasks.rollout import (
     trace_ledger_problems,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
 QUIET = RolloutSettings(progress=False, retry_backoff_s=0.0)
 
