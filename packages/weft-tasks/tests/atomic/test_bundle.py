@@ -20,7 +20,7 @@ def test_broken_bundles_name_the_file(bundle_dirs: dict[str, Path], tmp_path: Pa
     with pytest.raises(BundleError, match=r"contracts.json: not a valid ContractSet"):
         load_bundle(broken)
     (broken / "contracts.json").unlink()
-    with pytest.raises(BundleError, match="no contracts.json"):
+    with pytest.raises(BundleError, match=r"no contracts\.json"):
         load_bundle(broken)
     with pytest.raises(BundleError, match="not a bundle folder"):
         load_bundle(tmp_path / "nope")
