@@ -219,6 +219,10 @@ class Composer:
             )
         except Exception as exc:
             self.grounding[f"view not built: {type(exc).__name__}"] += 1
+        # round-trip through JSON so the sealed hash is that of what a reader will load
+        graph = TaskGraph.model_validate_json(
+            graph.model_copy(update={"content_hash": None}).model_dump_json()
+        )
         graph = graph.sealed()
         graph.save(self.out / "tasks" / f"{graph.id}.json")
         return graph
