@@ -171,3 +171,29 @@ async def test_close_right_after_writes_while_checkpoints_run(
     assert host.core is not None
     assert not any(gid in host.core.manager.groups for gid in (g.group_id for g in groups))
     assert not host.core.recovery.checkpointers
+
+
+async def test_reaper_finishes_an_interrupted_close(
+    client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost
+):
+    from weft_megamcp.checkpoints import ShutdownJournal
+
+    m = notes.mcp_id
+    g = await client.create_group([m])
+    await client.call_tool(g, m, "add_contact", {"name": "X", "email": "x@x.y"})
+    await client.checkpoint(g)
+    assert host.core is not None
+    core = host.core
+    session = core.manager.get(g.group_id).sessions[m]
+    ck = core.recovery.checkpointers[session.session_id]
+    # The owner began closing and died before dropping its local state.
+    ShutdownJournal(core.checkpoints, ck.lease).begin(["drop_local_state"])
+    await core.recovery._stop(session.session_id)  # ...and its process is gone
+    assert core.checkpoints.status(session.session_id).state == "closing"
+    assert session.root.exists()
+    report = await core.recovery.reap()
+    assert session.session_id in report.finished
+    assert not session.root.exists()
+    assert session.session_id not in core.checkpoints.sessions()  # closed data collected
+    again = await core.recovery.reap()  # idempotent
+    assert session.session_id not in again.finished and not again.failed

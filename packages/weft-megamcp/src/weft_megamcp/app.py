@@ -32,8 +32,9 @@ log = logging.getLogger("weft_megamcp")
 class HostCore:
     """Everything one serving process holds: stores, registry, groups, idle manager."""
 
-    def __init__(self, settings: MegaMCPSettings) -> None:
+    def __init__(self, settings: MegaMCPSettings, *, run_reaper: bool = True) -> None:
         self.settings = settings
+        self.run_reaper = run_reaper  # one reaper per data dir: the master's, not each worker's
         self.data_dir = settings.data_dir.resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.admin_token = settings.admin_token or secrets.token_urlsafe(32)
@@ -138,6 +139,17 @@ class HostCore:
 
     async def start_background(self) -> None:
         self._tasks.append(asyncio.create_task(self.idle_loop(), name="megamcp-idle"))
+        if self.run_reaper:
+            self._tasks.append(asyncio.create_task(self._reap_once(), name="megamcp-reaper"))
+
+    async def _reap_once(self) -> None:
+        report = await self.recovery.reap()
+        if report.finished or report.failed:
+            log.warning(
+                "reaper finished %d interrupted shutdown(s); failed: %s",
+                len(report.finished),
+                report.failed,
+            )
 
     async def stop(self) -> None:
         for t in self._tasks:

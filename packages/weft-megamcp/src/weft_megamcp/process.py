@@ -60,7 +60,7 @@ def _worker_main(
 ) -> None:
     """Entry of a forked worker: bind a free port, report it, serve until terminated."""
     settings = MegaMCPSettings.model_validate_json(settings_json)
-    core = HostCore(settings)
+    core = HostCore(settings, run_reaper=False)
     core.base_url = master_url  # session URLs point at the master, which routes by token
     sock = bind_socket(settings.host, 0)
     conn.send(sock.getsockname()[1])
@@ -227,6 +227,7 @@ class Master:
         return {"authorization": f"Bearer {self.admin_token}"}
 
     async def start(self) -> None:
+        await self.core.recovery.reap()  # finish shutdowns a previous run left half done
         await self._place()
         self._supervisor = asyncio.create_task(self._supervise(), name="megamcp-supervisor")
 

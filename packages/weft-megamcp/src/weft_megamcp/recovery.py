@@ -20,17 +20,26 @@ import socket
 import tarfile
 import time
 import uuid
+from pathlib import Path
 
 from fastmcp.exceptions import ToolError
 
 from weft_megamcp._session import FINAL_DB_NAME, GROUP_FILE, LEDGER_NAME, HostedGroup, HostedSession
-from weft_megamcp.checkpoints import CheckpointStore, DebouncedCheckpointer
+from weft_megamcp.checkpoints import (
+    CheckpointStore,
+    DebouncedCheckpointer,
+    Reaper,
+    ReapReport,
+    ShutdownJournal,
+)
 from weft_megamcp.groups import GroupManager
 from weft_megamcp.ledger import SessionLedger
 from weft_megamcp.models import GroupStatus, RuntimeState
 from weft_megamcp.objectstore import ObjectStore
 
 log = logging.getLogger("weft_megamcp.recovery")
+
+DROP_LOCAL_STATE = "drop_local_state"
 
 
 class SessionRecovery:
@@ -161,9 +170,47 @@ class SessionRecovery:
                 time.sleep(0.05 * (attempt + 1))
 
     async def _on_close(self, group: HostedGroup) -> None:
+        """Close each session as a journaled shutdown, so a reaper can finish it after a crash."""
         for s in group.sessions.values():
+            ck = self.checkpointers.get(s.session_id)
             await self._stop(s.session_id)
-            await asyncio.to_thread(self._delete_checkpoints, s.session_id)
+            if ck is None or ck.failure is not None:
+                continue  # never checkpointed here, or another owner holds it now
+            await asyncio.to_thread(self._journaled_close, s, ck)
+
+    def _journaled_close(self, s: HostedSession, ck: DebouncedCheckpointer) -> None:
+        journal = ShutdownJournal(self.store, ck.lease)
+        journal.begin([DROP_LOCAL_STATE])
+        shutil.rmtree(s.root, ignore_errors=True)
+        journal.step_done(DROP_LOCAL_STATE)
+        journal.finish()
+        self._delete_checkpoints(s.session_id)
+
+    def _local_session_dirs(self) -> dict[str, Path]:
+        out: dict[str, Path] = {}
+        for gfile in self.manager.groups_dir.glob(f"*/{GROUP_FILE}"):
+            try:
+                group = HostedGroup.load(gfile.parent)
+            except (OSError, ValueError, KeyError):
+                continue
+            out.update({s.session_id: s.root for s in group.sessions.values()})
+        return out
+
+    async def reap(self) -> ReapReport:
+        """Finish shutdowns a crash interrupted (idempotent), then drop closed sessions' data."""
+        dirs = await asyncio.to_thread(self._local_session_dirs)
+
+        def drop_local_state(session_id: str, _lease: object) -> None:
+            if session_id in dirs:
+                shutil.rmtree(dirs[session_id], ignore_errors=True)
+
+        report = await Reaper(
+            self.store, {DROP_LOCAL_STATE: drop_local_state}, owner=f"reaper:{self.owner}"
+        ).reap()
+        for sid in await asyncio.to_thread(self.store.sessions):
+            if sid not in self.checkpointers and self.store.status(sid).state == "closed":
+                await asyncio.to_thread(self._delete_checkpoints, sid)
+        return report
 
     # ---- eviction -----------------------------------------------------------------------------
 
