@@ -327,3 +327,40 @@ def test_render_and_main_inspect(tmp_path: Path, capsys: pytest.CaptureFixture[s
     good = _write(tmp_path, "g.py", "def f(x: int) -> int:\n    return x + 1\n")
     assert main_inspect(good, as_json=True) == 0
     assert '"load_class": "shared"' in capsys.readouterr().out
+
+
+def test_release_hook_only_excuses_the_caches_it_empties(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    _write(
+        pkg,
+        "runtime.py",
+        """
+        _engines = {}
+        _last_query = {}
+
+        def engine_for(key):
+            _engines[key] = object()
+            _last_query["q"] = key  # not released: leaks the previous session's query
+            return _engines[key]
+
+        def release(session_id):
+            _engines.pop(session_id, None)
+        """,
+    )
+    # registered from another module of the package, as EnvBundles do
+    _write(
+        pkg,
+        "server.py",
+        """
+        from weft_core.binding import register_release_hook
+        from . import runtime
+
+        def create_server():
+            register_release_hook(runtime.release)
+        """,
+    )
+    report = screen_path(pkg)
+    by_rule = {(f.rule, f.snippet.split("[")[0]) for f in report.findings}
+    assert ("session-cache", "_engines") in by_rule
+    assert ("module-state-write", "_last_query") in by_rule
+    assert report.load_class is LoadClass.DEDICATED

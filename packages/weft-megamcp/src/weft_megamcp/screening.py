@@ -25,6 +25,16 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from weft_megamcp._screening_rules import (
+    _BINDING_NAMES,
+    _CACHE_DECORATORS,
+    _CALL_RULES,
+    _FILE_OPENERS,
+    _MUTABLE_CONSTRUCTORS,
+    _MUTATING_METHODS,
+    _SKIP_DIRS,
+    Severity,
+)
 from weft_megamcp.exceptions import MegaMCPUserError
 
 __all__ = [
@@ -45,12 +55,6 @@ __all__ = [
 
 class ScreenError(MegaMCPUserError):
     """The path to screen does not exist or holds no Python source."""
-
-
-class Severity(StrEnum):
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
 
 
 class LoadClass(StrEnum):
@@ -101,152 +105,6 @@ class ScreenReport(BaseModel):
     @property
     def shareable(self) -> bool:
         return self.tier is IsolationTier.SHARED_PROCESS
-
-
-# --- rule tables -------------------------------------------------------------------------------
-
-_MUTABLE_CONSTRUCTORS = {
-    "dict",
-    "list",
-    "set",
-    "bytearray",
-    "defaultdict",
-    "OrderedDict",
-    "deque",
-    "Counter",
-    "WeakValueDictionary",
-    "WeakKeyDictionary",
-}
-_MUTATING_METHODS = {
-    "append",
-    "extend",
-    "insert",
-    "remove",
-    "pop",
-    "popitem",
-    "clear",
-    "update",
-    "setdefault",
-    "add",
-    "discard",
-    "appendleft",
-    "extendleft",
-    "sort",
-    "reverse",
-    "__setitem__",
-    "__delitem__",
-    "difference_update",
-    "intersection_update",
-    "symmetric_difference_update",
-}
-# dotted call name -> (rule, severity, message)
-_CALL_RULES: dict[str, tuple[str, Severity, str]] = {
-    "os.chdir": ("chdir", Severity.ERROR, "changes the working directory of the whole process"),
-    "os.fchdir": ("chdir", Severity.ERROR, "changes the working directory of the whole process"),
-    "os.putenv": ("environ-write", Severity.ERROR, "writes the process environment"),
-    "os.unsetenv": ("environ-write", Severity.ERROR, "writes the process environment"),
-    "os.environ.update": ("environ-write", Severity.ERROR, "writes the process environment"),
-    "os.environ.setdefault": ("environ-write", Severity.ERROR, "writes the process environment"),
-    "os.environ.pop": ("environ-write", Severity.ERROR, "writes the process environment"),
-    "os.environ.clear": ("environ-write", Severity.ERROR, "writes the process environment"),
-    "os.umask": ("process-setting", Severity.ERROR, "changes the umask of the whole process"),
-    "os.fork": ("fork", Severity.ERROR, "forks the worker that hosts other sessions"),
-    "os.forkpty": ("fork", Severity.ERROR, "forks the worker that hosts other sessions"),
-    "os.system": ("subprocess", Severity.WARNING, "starts processes from a shared worker"),
-    "os.popen": ("subprocess", Severity.WARNING, "starts processes from a shared worker"),
-    "os.kill": ("signal", Severity.ERROR, "sends signals from a shared worker"),
-    "signal.signal": ("signal-handler", Severity.ERROR, "installs a process-wide signal handler"),
-    "signal.alarm": ("signal-handler", Severity.ERROR, "arms a process-wide alarm"),
-    "signal.setitimer": ("signal-handler", Severity.ERROR, "arms a process-wide timer"),
-    "atexit.register": ("atexit", Severity.WARNING, "registers a process-exit hook"),
-    "sys.path.append": (
-        "sys-path",
-        Severity.ERROR,
-        "changes imports of every module in the process",
-    ),
-    "sys.path.insert": (
-        "sys-path",
-        Severity.ERROR,
-        "changes imports of every module in the process",
-    ),
-    "sys.path.extend": (
-        "sys-path",
-        Severity.ERROR,
-        "changes imports of every module in the process",
-    ),
-    "sys.path.remove": (
-        "sys-path",
-        Severity.ERROR,
-        "changes imports of every module in the process",
-    ),
-    "sys.modules.pop": ("sys-modules", Severity.ERROR, "changes the module table of the process"),
-    "sys.modules.update": (
-        "sys-modules",
-        Severity.ERROR,
-        "changes the module table of the process",
-    ),
-    "sys.modules.setdefault": (
-        "sys-modules",
-        Severity.ERROR,
-        "changes the module table of the process",
-    ),
-    "sys.setrecursionlimit": ("process-setting", Severity.WARNING, "changes a process setting"),
-    "sys.settrace": ("process-setting", Severity.ERROR, "installs a process-wide tracer"),
-    "sys.setprofile": ("process-setting", Severity.ERROR, "installs a process-wide profiler"),
-    "threading.Thread": ("threads", Severity.WARNING, "starts threads that outlive the call"),
-    "threading.Timer": ("threads", Severity.WARNING, "starts threads that outlive the call"),
-    "concurrent.futures.ThreadPoolExecutor": (
-        "threads",
-        Severity.WARNING,
-        "starts a thread pool that outlives the call",
-    ),
-    "ThreadPoolExecutor": ("threads", Severity.WARNING, "starts a thread pool"),
-    "concurrent.futures.ProcessPoolExecutor": (
-        "multiprocessing",
-        Severity.ERROR,
-        "forks or spawns workers from a shared worker",
-    ),
-    "ProcessPoolExecutor": ("multiprocessing", Severity.ERROR, "forks or spawns workers"),
-    "multiprocessing.Process": ("multiprocessing", Severity.ERROR, "forks from a shared worker"),
-    "multiprocessing.Pool": ("multiprocessing", Severity.ERROR, "forks from a shared worker"),
-    "multiprocessing.set_start_method": (
-        "multiprocessing",
-        Severity.ERROR,
-        "changes a process-wide setting",
-    ),
-    "subprocess.run": ("subprocess", Severity.WARNING, "starts processes from a shared worker"),
-    "subprocess.Popen": ("subprocess", Severity.WARNING, "starts processes from a shared worker"),
-    "subprocess.call": ("subprocess", Severity.WARNING, "starts processes from a shared worker"),
-    "subprocess.check_call": ("subprocess", Severity.WARNING, "starts processes"),
-    "subprocess.check_output": ("subprocess", Severity.WARNING, "starts processes"),
-    "asyncio.create_subprocess_exec": ("subprocess", Severity.WARNING, "starts processes"),
-    "asyncio.create_subprocess_shell": ("subprocess", Severity.WARNING, "starts processes"),
-    "logging.basicConfig": (
-        "process-setting",
-        Severity.WARNING,
-        "configures the root logger of the process",
-    ),
-    "importlib.reload": ("sys-modules", Severity.ERROR, "reloads a module shared by sessions"),
-    "socket.setdefaulttimeout": ("process-setting", Severity.WARNING, "changes a process default"),
-    "locale.setlocale": ("process-setting", Severity.ERROR, "changes the locale of the process"),
-    "time.tzset": ("process-setting", Severity.ERROR, "changes the timezone of the process"),
-}
-_CACHE_DECORATORS = {"lru_cache", "cache", "functools.lru_cache", "functools.cache", "cached"}
-_FILE_OPENERS = {
-    "open",
-    "io.open",
-    "os.open",
-    "sqlite3.connect",
-    "create_engine",
-    "sqlalchemy.create_engine",
-    "shelve.open",
-    "dbm.open",
-    "Path",
-    "pathlib.Path",
-}
-# Names whose presence in a function means its file paths come from the session binding.
-_BINDING_NAMES = {"current_binding", "resolve_in_workspace", "binding", "workspace", "db_path"}
-_SKIP_DIRS = {"__pycache__", "migrations", "tests", ".venv", "venv", ".git", "node_modules"}
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -394,14 +252,51 @@ def _collect_scope(kind: str, name: str, node: ast.AST, body: Sequence[ast.AST])
     return scope
 
 
+_EMPTYING_METHODS = {"pop", "popitem", "clear", "discard", "remove"}
+
+
+def release_hook_names(tree: ast.AST) -> set[str]:
+    """Names of functions passed to `register_release_hook(...)` anywhere in `tree`."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            callee = _dotted(node.func) or ""
+            if callee.rsplit(".", 1)[-1] == "register_release_hook":
+                target = _dotted(node.args[0])
+                if target:
+                    out.add(target.rsplit(".", 1)[-1])
+    return out
+
+
+def _emptied_names(fn: ast.AST) -> set[str]:
+    """Containers a (release hook) function removes entries from."""
+    out: set[str] = set()
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _EMPTYING_METHODS
+        ):
+            root = _root_name(node.func.value)
+            if root:
+                out.add(root)
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                root = _root_name(t) if isinstance(t, ast.Subscript) else None
+                if root:
+                    out.add(root)
+    return out
+
+
 class _Screener(ast.NodeVisitor):
-    def __init__(self, file: str, source: str) -> None:
+    def __init__(self, file: str, source: str, hook_names: set[str] | None = None) -> None:
         self.file = file
         self.lines = source.splitlines()
         self.findings: list[Finding] = []
         self.scopes: list[_Scope] = []
         self.aliases: dict[str, str] = {}  # local name -> dotted origin, from imports
-        self.has_release_hook = "register_release_hook" in source
+        self.hook_names = hook_names or set()
+        self.released: set[str] = set()  # module containers emptied by a release hook
 
     # reporting
     def add(self, node: ast.AST, rule: str, severity: Severity, message: str) -> None:
@@ -461,12 +356,12 @@ class _Screener(ast.NodeVisitor):
 
     def report_shared_write(self, node: ast.AST, name: str, owner: _Scope, how: str) -> None:
         if owner.kind == "module":
-            if self.has_release_hook:
+            if name in self.released:
                 self.add(
                     node,
                     "session-cache",
                     Severity.INFO,
-                    f"module-level {name!r} is {how} by a function; the module registers a "
+                    f"module-level {name!r} is {how} by a function and emptied by the module's "
                     "release hook, so it is taken as a per-session cache",
                 )
             else:
@@ -488,6 +383,10 @@ class _Screener(ast.NodeVisitor):
 
     # scopes
     def visit_Module(self, node: ast.Module) -> None:
+        hooks = self.hook_names | release_hook_names(node)
+        for fn in node.body:
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and fn.name in hooks:
+                self.released |= _emptied_names(fn)
         self.scopes.append(_collect_scope("module", "<module>", node, node.body))
         self.generic_visit(node)
         self.scopes.pop()
@@ -760,7 +659,9 @@ def _classify(
     )
 
 
-def screen_source(source: str, file: str = "<source>") -> list[Finding]:
+def screen_source(
+    source: str, file: str = "<source>", hook_names: set[str] | None = None
+) -> list[Finding]:
     """Findings of one file's source text. A syntax error is itself an error finding."""
     try:
         tree = ast.parse(source, filename=file)
@@ -775,7 +676,7 @@ def screen_source(source: str, file: str = "<source>") -> list[Finding]:
                 message=f"cannot be parsed: {exc.msg}",
             )
         ]
-    screener = _Screener(file, source)
+    screener = _Screener(file, source, hook_names)
     screener.visit(tree)
     return sorted(screener.findings, key=lambda f: (f.file, f.line, f.rule))
 
@@ -806,12 +707,13 @@ def screen_path(path: str | Path, settings: ScreeningSettings | None = None) -> 
         raise ScreenError(f"cannot screen {str(path)!r}: the folder holds no .py files")
     findings: list[Finding] = []
     names: list[str] = []
+    sources: dict[str, str] = {}
     base = root.parent if root.is_file() else root
     for file in files:
         rel = file.relative_to(base).as_posix()
         names.append(rel)
         try:
-            text = file.read_text(encoding="utf-8")
+            sources[rel] = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             findings.append(
                 Finding(
@@ -823,8 +725,15 @@ def screen_path(path: str | Path, settings: ScreeningSettings | None = None) -> 
                     message=f"cannot be read as UTF-8 source: {exc.__class__.__name__}",
                 )
             )
-            continue
-        findings.extend(screen_source(text, rel))
+    # A hook may be registered in one module (server.py) and defined in another (runtime.py).
+    hooks: set[str] = set()
+    for text in sources.values():
+        try:
+            hooks |= release_hook_names(ast.parse(text))
+        except SyntaxError:
+            continue  # reported by screen_source below
+    for rel, text in sources.items():
+        findings.extend(screen_source(text, rel, hooks))
     load_class, cap, tier, reasons = _classify(findings, settings)
     return ScreenReport(
         source=str(path),
