@@ -158,3 +158,49 @@ async def test_vague_llm_request_that_states_a_hidden_value_is_rejected(graph):
         "Gold tier upgrade, priority high"
     )
     assert any("Ada Lovelace" in p for p in validate_request(text, ctx))
+
+
+async def test_vague_keeps_the_identifying_value_of_every_object_a_turn_touches(graph):
+    sim = SimUser(graph, Disclosure.VAGUE, sample_persona(3))
+    first = await sim.next_request()
+    assert "ada@example.com" in first.request  # the lookup must still say whom to look up
+    vague = render_brief(graph, Disclosure.VAGUE)
+    assert "with email ada@example.com" in vague
+
+
+def test_an_object_named_by_the_intent_makes_its_other_values_lookups(graph):
+    # n3's intent names Ada by email: her name is then a lookup at vague level, and the
+    # request's intent never states a value its level hides.
+    n3 = graph.node("n3")
+    named = n3.model_copy(update={"intent": "Open a ticket for ada@example.com about the upgrade"})
+    g = graph.model_copy(update={"nodes": [*graph.nodes[:2], named]})
+    assert required_values(named, Disclosure.VAGUE, g.bindings) == [
+        "ada@example.com",
+        "Gold tier upgrade",
+        "high",
+    ]
+    assert "Ada Lovelace" not in render_brief(g, Disclosure.VAGUE).split("Complete all")[1]
+
+
+def test_vague_hides_attributes_described_relative_to_a_named_identifier(graph):
+    from weft_core.models import TaskInput
+
+    n2 = graph.node("n2")
+    odd = n2.model_copy(
+        update={
+            "intent": "Upgrade the customer ada@example.com to gold",
+            "inputs": [
+                TaskInput(
+                    name="customer_id",
+                    description="customer id of customer ada@example.com",
+                    value=1,
+                ),
+                TaskInput(name="tier", description="new tier", value="gold"),
+            ],
+        }
+    )
+    assert required_values(odd, "vague", graph.bindings) == ["gold"]
+    assert required_values(odd, "partial", graph.bindings) == ["1", "gold"]
+    assert "customer id of customer ada@example.com: find it" in render_brief(
+        graph.model_copy(update={"nodes": [graph.nodes[0], odd, graph.nodes[2]]}), "vague"
+    )

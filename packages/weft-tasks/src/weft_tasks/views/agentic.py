@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from weft_core.models import Disclosure, TaskGraph, TaskView, ViewMode
 from weft_tasks.views._order import disclosure_order
-from weft_tasks.views.disclosure import disclose_inputs
+from weft_tasks.views.disclosure import disclose_inputs, intent_text
 
 
 def render_brief(graph: TaskGraph, disclosure: Disclosure = Disclosure.FULL) -> str:
     """The whole task as one message: objective, every step in dependency order with its inputs
     at this disclosure level, what each step depends on, and what to report back."""
+    disclosure = Disclosure(disclosure)
     order = disclosure_order(graph)
     intents = {n.id: n.intent for n in graph.nodes}
     position = {node_id: i + 1 for i, node_id in enumerate(order)}
     lines = [f"Objective: {graph.objective}", "", "Complete all of the following:"]
     for node_id in order:
         node = graph.node(node_id)
-        lines.append(f"{position[node_id]}. {node.intent}")
+        lines.append(f"{position[node_id]}. {intent_text(node, disclosure, graph.bindings)}")
         for item in disclose_inputs(node, disclosure, graph.bindings, intents):
             lines.append(f"   - {item.text}")
         deps = sorted(

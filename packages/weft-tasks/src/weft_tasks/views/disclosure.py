@@ -65,9 +65,23 @@ def disclose_inputs(
 ) -> list[InputDisclosure]:
     """Decide, per input of `node`, whether the request states its value, describes it, or points
     at the upstream step that produces it."""
+    disclosure = Disclosure(disclosure)
     intents = node_intents or {}
     out: list[InputDisclosure] = []
-    kept_per_binding: set[str] = set()
+    # Identifiers the intent itself states (an object's email, a value the user gives): an input
+    # described as an attribute of one of them ("employee_id of employee a@b.c") is a lookup.
+    named_ids = [
+        v
+        for v in [*(x for b in bindings for x in b.value.values()), *(i.value for i in node.inputs)]
+        if isinstance(v, str) and len(v) >= 3 and v in node.intent
+    ]
+    # An object the intent already names (e.g. by its email) is identified: every other value
+    # of it the inputs carry is a lookup at vague level.
+    kept_per_binding: set[str] = {
+        b.name
+        for b in bindings
+        if any(isinstance(v, str) and len(v) >= 3 and v in node.intent for v in b.value.values())
+    }
     for inp in node.inputs:
         label = _label(inp)
         if inp.source == "upstream":
@@ -83,8 +97,13 @@ def disclose_inputs(
             stated = disclosure is Disclosure.FULL
         elif disclosure is Disclosure.VAGUE:
             owner = _binding_of(inp.value, bindings)
-            if owner is not None:
-                # The first value of each business object identifies it; the rest are lookups.
+            named = isinstance(inp.value, str) and inp.value in node.intent
+            about_named = any(v in (inp.description or "") and v != inp.value for v in named_ids)
+            if about_named and not named:
+                stated = False
+            elif owner is not None and not named:
+                # The first value of each business object identifies it (or the value the
+                # intent names); the rest are lookups.
                 stated = owner not in kept_per_binding
                 kept_per_binding.add(owner)
         if stated:
@@ -92,6 +111,19 @@ def disclose_inputs(
         else:
             out.append(InputDisclosure(inp, "described", f"{label}: find it with the tools"))
     return out
+
+
+def intent_text(node: TaskNode, disclosure: Disclosure, bindings: list[EntityBinding]) -> str:
+    """The node's intent with the values this level hides replaced by what they are, so a
+    request never states a value its own disclosure level withholds."""
+    disclosure = Disclosure(disclosure)
+    text = node.intent.rstrip(".")
+    for d in disclose_inputs(node, disclosure, bindings):
+        if d.treatment == "described" and d.input.value is not None:
+            value = format_value(d.input.value)
+            if len(value) >= 3:
+                text = text.replace(value, f"the {_label(d.input)}")
+    return text
 
 
 def required_values(

@@ -22,7 +22,12 @@ from pydantic import BaseModel, Field
 
 from weft_core.models import Disclosure, TaskGraph, TaskNode, TaskView, ViewMode
 from weft_tasks.views._order import disclosure_order
-from weft_tasks.views.disclosure import disclose_inputs, hidden_values, required_values
+from weft_tasks.views.disclosure import (
+    disclose_inputs,
+    hidden_values,
+    intent_text,
+    required_values,
+)
 from weft_tasks.views.personas import PERSONAS, Persona, sample_persona
 
 
@@ -64,22 +69,22 @@ def render_request(
     """The programmatic request: persona framing around the intent, inputs and wanted outcomes."""
     intents = {n.id: n.intent for n in graph.nodes}
     items = [d.text for d in disclose_inputs(node, disclosure, graph.bindings, intents)]
-    intent = node.intent.rstrip(".")
+    intent = intent_text(node, disclosure, graph.bindings)
     head = (
         f"{persona.greeting} {intent}."
         if index == 0
         else f"{persona.connector} {_lower_first(intent)}."
     )
-    parts = [head]
-    if items:
-        if "list" in persona.style or "precise" in persona.style:
-            parts.append("\n" + "\n".join(f"- {i}" for i in items))
-        else:
-            parts.append(" Details: " + "; ".join(items) + ".")
-    if node.outcomes:
-        parts.append(" Tell me the " + " and the ".join(node.outcomes.values()).rstrip(".") + ".")
-    parts.append(f" {persona.closing}")
-    return "".join(parts).strip()
+    wanted = (
+        "Tell me the " + " and the ".join(node.outcomes.values()).rstrip(".") + "."
+        if node.outcomes
+        else ""
+    )
+    if "list" in persona.style or "precise" in persona.style:
+        lines = [head, *(f"- {i}" for i in items), wanted, persona.closing]
+        return "\n".join(line for line in lines if line)
+    details = " Details: " + "; ".join(items) + "." if items else ""
+    return " ".join(p for p in (head + details, wanted, persona.closing) if p)
 
 
 class ProgrammaticRequestWriter:
