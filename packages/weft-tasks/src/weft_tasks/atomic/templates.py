@@ -169,7 +169,9 @@ def _label(entity: Entity, row: dict[str, Any]) -> str:
 def _new_value(
     f: EntityField, current: Any, salt: int, schema: dict[str, Any] | None = None
 ) -> Any:
-    schema = schema or {}
+    schema = _plain(schema or {})
+    if schema.get("type") in ("array", "object"):
+        return _schema_value(schema, f.name, salt)
     enum = schema.get("enum") or f.enum
     if enum:
         others = [v for v in enum if v != current]
@@ -205,8 +207,37 @@ def _clamp(value: float, schema: dict[str, Any]) -> Any:
     return value
 
 
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of a nullable schema (`anyOf [T, null]`, `type: [T, "null"]`)."""
+    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
+        if isinstance(branch, dict) and branch.get("type") not in (None, "null"):
+            return {**{k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}, **branch}
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        real = [k for k in kind if k != "null"]
+        return {**schema, "type": real[0] if real else "string"}
+    return schema
+
+
+def _fits(value: Any, schema: dict[str, Any]) -> bool:
+    """Whether a stored value can be passed where `schema` is expected."""
+    kind = _plain(schema).get("type")
+    if value is None:
+        return False
+    kinds: dict[str, tuple[type, ...]] = {
+        "string": (str,),
+        "integer": (int,),
+        "number": (int, float),
+        "boolean": (bool,),
+        "array": (list,),
+        "object": (dict,),
+    }
+    return isinstance(value, kinds.get(kind, (object,))) if isinstance(kind, str) else True
+
+
 def _schema_value(schema: dict[str, Any], name: str, salt: int) -> Any:
-    if "default" in schema:
+    schema = _plain(schema)
+    if "default" in schema and schema["default"] is not None:
         return schema["default"]
     if schema.get("enum"):
         return schema["enum"][0]
@@ -218,7 +249,10 @@ def _schema_value(schema: dict[str, Any], name: str, salt: int) -> Any:
     if kind == "boolean":
         return True
     if kind == "array":
-        return []
+        item = _schema_value(
+            schema.get("items") or {"type": "string"}, name.rstrip("s") or name, salt
+        )
+        return [item]
     if kind == "object":
         return {}
     if "email" in name:
@@ -342,7 +376,7 @@ def _args_for(
         elif m and m.role == "content":
             args[name] = b.given(name, f"Weft note {salt} for {contract.tool}", "file content")
         elif required:
-            if row is not None and name in row and row[name] is not None:
+            if row is not None and name in row and _fits(row[name], schema):
                 args[name] = b.given(name, row[name], f"{name} of {_label(target, row)}")  # type: ignore[arg-type]
             else:
                 args[name] = b.given(
@@ -467,10 +501,21 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
     chain.append(tool)
     ename = entity.name if entity else None
 
-    if op == "create" and entity is not None:
+    if (
+        op == "create"
+        and entity is not None
+        and not any(isinstance(v, _SCALAR) for v in new_values.values())
+    ):
+        # nothing maps onto fields: the new row itself is the evidence
+        checks += [
+            DiffContains(
+                table=entity.name, change="insert", description=f"a new {entity.name} exists"
+            ),
+            CallMade(tool=tool),
+        ]
+        intent = f"Create {_article(entity.name.replace('_', ' '))} with {tool.replace('_', ' ')}"
+    elif op == "create" and entity is not None:
         scalar = {k: v for k, v in new_values.items() if isinstance(v, _SCALAR)}
-        if not scalar:
-            return None
         where = {k: "{{" + _input_for(b, v) + "}}" for k, v in scalar.items()}
         checks += [
             RowExists(table=entity.name, where=where, description=f"a new {entity.name} exists"),
