@@ -364,7 +364,9 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
     }
     summary.mcps = list(rows.values())
     if not bundles:
-        raise StageError("no environment could be certified; see the MCP table for the reasons")
+        reasons = "; ".join(f"{m.source}: {m.reason or m.status}" for m in summary.mcps[:3])
+        more = f" (+{len(summary.mcps) - 3} more)" if len(summary.mcps) > 3 else ""
+        raise StageError(f"no environment could be certified: {reasons}{more}")
 
     async with megamcp_session(config) as client:
         for b in bundles:
