@@ -4,6 +4,7 @@ through a real embedded MegaMCP, then a rerun that must skip every finished stag
 from pathlib import Path
 
 import pytest
+
 from weft.config import parse_config
 from weft.pipeline import run_pipeline
 from weft_tasks.rollout import TraceSink, trace_ledger_problems
@@ -16,7 +17,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 async def test_pipeline_runs_end_to_end_and_resumes(tmp_path):
     config = parse_config(
         {
-            "pipeline": {"specs": ["mcps/crm.json", "mcps/helpdesk.json"], "out": str(tmp_path / "out")},
+            "pipeline": {
+                "specs": ["mcps/crm.json", "mcps/helpdesk.json"],
+                "out": str(tmp_path / "out"),
+            },
             "envsynth": {"rounds": 2},
             "tasks": {"budget": 1, "n_tasks": 2, "profiles": ["Simple"]},
             "rollouts": {
@@ -34,8 +38,10 @@ async def test_pipeline_runs_end_to_end_and_resumes(tmp_path):
     n_tasks = sum(first.tasks_by_profile.values())
     assert first.traces == n_tasks * 2 * 2
     assert {(r.view, r.harness) for r in first.rollouts} == {
-        ("agentic/full", "teacher"), ("agentic/full", "react"),
-        ("simuser/vague", "teacher"), ("simuser/vague", "react"),
+        ("agentic/full", "teacher"),
+        ("agentic/full", "react"),
+        ("simuser/vague", "teacher"),
+        ("simuser/vague", "react"),
     }
     # Reference policies on certified, grounded tasks: every checkpoint passes, and every trace
     # agrees with the ledger MegaMCP recorded.
@@ -46,6 +52,10 @@ async def test_pipeline_runs_end_to_end_and_resumes(tmp_path):
     for t in traces:
         assert trace_ledger_problems(t.messages, t.ledger) == []
         assert len(t.segments) >= 2 and all(s.outcome is not None for s in t.segments)
+
+    from weft.cli import main
+
+    assert main(["verify", str(config.out_dir)]) == 0
 
     again = await run_pipeline(config)
     assert set(again.stages.values()) == {"cached"}, again.stages

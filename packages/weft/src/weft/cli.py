@@ -2,6 +2,7 @@
 
     weft run CONFIG [--model SPEC] [--out DIR] [--quiet]   run the pipeline a TOML config describes
     weft demo [--model SPEC] [--out DIR] [--quiet]         run it on examples/ (no model needed)
+    weft verify PATH                                       check a traces JSONL (or a run's OUT folder)
 
 Errors of the input (a bad config, a spec that matches nothing) and of the run are printed as one
 line; the exit code is 2 for input errors, 1 for runtime failures.
@@ -57,7 +58,61 @@ def _parser() -> argparse.ArgumentParser:
             "--out", type=Path, default=None, help="output folder (overrides the config)"
         )
         p.add_argument("--quiet", action="store_true", help="no progress bars or tables")
+    v = sub.add_parser("verify", help="check traces: hashes, ledger agreement, verifier outcomes")
+    v.add_argument("path", type=Path, help="traces.jsonl, or the OUT folder of a run")
     return parser
+
+
+def verify_traces(path: Path) -> int:
+    """Print what a traces file holds and whether every trace verifies; 0 when all do."""
+    from weft.errors import ConfigError as _ConfigError
+    from weft_core.console import summary_table
+    from weft_tasks.rollout import INFRA_PREFIX, TraceSink, trace_ledger_problems
+
+    if path.is_dir():
+        summary = path / "summary.json"
+        if not summary.exists():
+            raise _ConfigError(f"{path}: no summary.json; name a traces .jsonl file instead")
+        import json
+
+        traces_path = json.loads(summary.read_text(encoding="utf-8")).get("traces_path")
+        if not traces_path:
+            raise _ConfigError(f"{summary}: the run has no traces yet")
+        path = Path(traces_path)
+    if not path.exists():
+        raise _ConfigError(f"{path}: no such traces file")
+    traces, problems = TraceSink(path).load()
+    rows = []
+    bad = len(problems)
+    for t in traces:
+        issues = (
+            []
+            if (t.error or "").startswith(INFRA_PREFIX)
+            else trace_ledger_problems(t.messages, t.ledger)
+        )
+        verified = t.final is not None and all(s.outcome is not None for s in t.segments)
+        if issues or not verified:
+            bad += 1
+        rows.append(
+            [
+                t.id,
+                t.view,
+                t.harness,
+                f"{t.reward:.2f}",
+                "yes" if verified else "no",
+                len(issues),
+                (t.error or "")[:60],
+            ]
+        )
+    summary_table(
+        "Traces", ["id", "view", "harness", "reward", "verified", "ledger issues", "error"], rows
+    )
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(
+        f"{len(traces) - (bad - len(problems))}/{len(traces)} traces verified; {len(problems)} unreadable line(s)"
+    )
+    return 0 if bad == 0 else 1
 
 
 def _configure(args: argparse.Namespace) -> PipelineConfig:
@@ -74,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from weft_core.console import set_quiet
 
-    if args.quiet:
+    if getattr(args, "quiet", False):
         set_quiet(True)
 
     def fail(message: str) -> None:
@@ -82,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(message.split()), file=sys.stderr)
 
     try:
+        if args.command == "verify":
+            return verify_traces(args.path)
         config = _configure(args)
         from weft.pipeline import run_pipeline
         from weft.summary import print_summary
