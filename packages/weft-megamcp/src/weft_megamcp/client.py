@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import ssl
 from pathlib import Path
 from typing import Any
 
 import httpx
 import mcp_types as mt
 from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
 from weft_core.models import CheckSet, LedgerEntry
 from weft_megamcp.exceptions import (
@@ -38,6 +41,13 @@ from weft_megamcp.models import (
 from weft_megamcp.registry import MCPRecord
 
 GroupRef = GroupHandle | str
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Building a default context reads the CA bundle (~80 ms); one shared context serves all
+    # session clients instead of one per client.
+    return ssl.create_default_context()
 
 
 def _gid(group: GroupRef) -> str:
@@ -251,7 +261,8 @@ class MegaMCPClient:
 
     def session_client(self, session: SessionInfo) -> Client[Any]:
         """A new (unopened) fastmcp Client for one session: its URL with its bearer token."""
-        return Client(session.url, auth=session.token)
+        transport = StreamableHttpTransport(session.url, auth=session.token, verify=_ssl_context())
+        return Client(transport)
 
     async def _client(self, session: SessionInfo) -> Client[Any]:
         client = self._sessions.get(session.session_id)

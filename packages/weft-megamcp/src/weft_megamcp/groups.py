@@ -331,7 +331,7 @@ class GroupManager:
             )
             session.ledger.append(entry)
             if mutated:
-                group.save()
+                # group.json is not rewritten per call: recovery takes versions from checkpoints.
                 for hook in self.mutation_hooks:
                     hook(group, session)
         for call_hook in self.call_hooks:

@@ -117,6 +117,11 @@ def is_loaded(pkg: str) -> bool:
     return pkg in _servers
 
 
+def loaded(pkg: str) -> FastMCP | None:
+    """The server of an already loaded package, if any."""
+    return _servers.get(pkg)
+
+
 def _forget(pkg: str) -> None:
     _servers.pop(pkg, None)
     for name in [n for n in sys.modules if n == pkg or n.startswith(pkg + ".")]:

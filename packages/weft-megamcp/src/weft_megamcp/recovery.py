@@ -28,6 +28,7 @@ from weft_megamcp._session import FINAL_DB_NAME, GROUP_FILE, LEDGER_NAME, Hosted
 from weft_megamcp.checkpoints import (
     CheckpointStore,
     DebouncedCheckpointer,
+    Lease,
     Reaper,
     ReapReport,
     ShutdownJournal,
@@ -62,6 +63,7 @@ class SessionRecovery:
         self.max_delay_s = max_delay_s
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.checkpointers: dict[str, DebouncedCheckpointer] = {}
+        self._starting: dict[str, asyncio.Task[None]] = {}
         manager.mutation_hooks.append(self._on_mutation)
         manager.reload_hook = self.reload
         manager.close_hooks.append(self._on_close)
@@ -83,26 +85,60 @@ class SessionRecovery:
         ck = self.checkpointers.get(session.session_id)
         if ck is None or ck.failure is not None:
             lease = self.store.acquire(session.session_id, self.owner, steal=steal)
-            ck = DebouncedCheckpointer(
-                self.store,
-                lease,
-                session.db_path if session.db_path.exists() else None,
-                workspace=session.workspace,
-                debounce_s=self.debounce_s,
-                max_delay_s=self.max_delay_s,
-            )
-            ck.version = ck.durable_version = 0
+            ck = self._make(session, lease)
             self.checkpointers[session.session_id] = ck
         return ck
 
+    def _make(self, session: HostedSession, lease: Lease) -> DebouncedCheckpointer:
+        ck = DebouncedCheckpointer(
+            self.store,
+            lease,
+            session.db_path if session.db_path.exists() else None,
+            workspace=session.workspace,
+            debounce_s=self.debounce_s,
+            max_delay_s=self.max_delay_s,
+        )
+        ck.version = ck.durable_version = 0
+        return ck
+
     def _on_mutation(self, group: HostedGroup, session: HostedSession) -> None:
+        ck = self.checkpointers.get(session.session_id)
+        if ck is None or ck.failure is not None:
+            # Taking a lease is storage I/O: do it off the event loop, then notify.
+            if session.session_id not in self._starting:
+                task = asyncio.get_running_loop().create_task(self._start_and_notify(session))
+                self._starting[session.session_id] = task
+            return
+        self._notify(ck, session)
+
+    def _notify(self, ck: DebouncedCheckpointer, session: HostedSession) -> None:
         try:
-            ck = self._checkpointer(session)
             if ck.db_path is None and session.db_path.exists():
                 ck.db_path = session.db_path
             ck.notify_mutation(session.state_version)
         except Exception as exc:  # a lost lease is reported, the call itself already succeeded
             log.error("session %s: cannot checkpoint: %s", session.session_id, exc)
+
+    async def _start_and_notify(self, session: HostedSession) -> None:
+        try:
+            lease = await asyncio.to_thread(self.store.acquire, session.session_id, self.owner)
+            if (
+                session.session_id not in self.checkpointers
+                or self.checkpointers[session.session_id].failure
+            ):
+                self.checkpointers[session.session_id] = self._make(session, lease)
+            self._notify(self.checkpointers[session.session_id], session)
+        except Exception as exc:
+            log.error("session %s: cannot start checkpoints: %s", session.session_id, exc)
+        finally:
+            self._starting.pop(session.session_id, None)
+
+    async def _settle(self, session_id: str) -> None:
+        """Wait for a checkpointer that is being started for the session."""
+        task = self._starting.get(session_id)
+        if task is not None:
+            with contextlib.suppress(Exception):
+                await task
 
     def _on_fork(self, group: HostedGroup) -> None:
         # A fork or restore starts from state the initial snapshot does not hold: checkpoint it.
@@ -112,6 +148,7 @@ class SessionRecovery:
 
     async def flush(self, group: HostedGroup) -> None:
         for s in group.sessions.values():
+            await self._settle(s.session_id)
             ck = self.checkpointers.get(s.session_id)
             if ck is not None:
                 await ck.flush()
@@ -122,6 +159,7 @@ class SessionRecovery:
         """Wait until every session's current state version is in a published checkpoint."""
         out = {}
         for m, s in group.sessions.items():
+            await self._settle(s.session_id)
             ck = self.checkpointers.get(s.session_id)
             if ck is not None and s.state_version > 0:
                 await ck.wait_durable(s.state_version, timeout)
@@ -134,6 +172,7 @@ class SessionRecovery:
         await self.manager._ensure_loaded(group)
         async with await self.manager._quiesce(group):
             for s in group.sessions.values():
+                await self._settle(s.session_id)
                 if s.state_version > 0:
                     ck = self._checkpointer(s)
                     if ck.durable_version < s.state_version:
@@ -172,6 +211,7 @@ class SessionRecovery:
     async def _on_close(self, group: HostedGroup) -> None:
         """Close each session as a journaled shutdown, so a reaper can finish it after a crash."""
         for s in group.sessions.values():
+            await self._settle(s.session_id)
             ck = self.checkpointers.get(s.session_id)
             await self._stop(s.session_id)
             if ck is None or ck.failure is not None:
@@ -233,6 +273,7 @@ class SessionRecovery:
         await m._ensure_loaded(group)
         async with await m._quiesce(group):
             for s in group.sessions.values():
+                await self._settle(s.session_id)
                 if s.state_version > 0:
                     ck = self._checkpointer(s)
                     if ck.durable_version < s.state_version:

@@ -49,6 +49,9 @@ class ModuleRuntime:
         return self._records[key]
 
     def server(self, mcp_id: str, version: int) -> FastMCP:
+        pkg = self._pkgs.get((mcp_id, version))
+        if pkg is not None and (server := loader.loaded(pkg)) is not None:
+            return server  # the hot path: no registry query, no source check
         rec = self.record(mcp_id, version)
         folder = self.registry.source_folder(rec)
         server, pkg = loader.load_server(mcp_id, version, folder, rec.entry, rec.source_hash[:10])
