@@ -16,6 +16,12 @@ _spec.loader.exec_module(sample)
 
 
 @pytest.fixture
+def sample_task():
+    """The sample task module (bundle builder and graph)."""
+    return sample
+
+
+@pytest.fixture
 def scripted():
     def make(responses):
         return ScriptedChatModel(list(responses))

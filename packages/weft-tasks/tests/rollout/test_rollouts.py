@@ -407,3 +407,59 @@ async def test_llm_user_simulator_in_a_rollout_is_validated_and_falls_back(megam
     assert users[2].startswith("Last thing")
     assert trace.final.passed and trace.error is None
     assert simulator.remaining == 0
+
+
+async def test_a_host_side_timeout_in_the_ledger_is_retried_in_a_fresh_group(tmp_path, sample_task):
+    """A tool call MegaMCP times out is recorded with ErrorKind.TIMEOUT (infrastructure): the
+    rollout restarts in a new group and the retry's trace holds no trace of the failed attempt."""
+    from weft_core.models import SnapshotRef
+    from weft_core.testing import ScriptedChatModel
+    from weft_megamcp.client import MegaMCPClient
+    from weft_megamcp.host import MegaMCPHost
+    from weft_megamcp.settings import MegaMCPSettings
+    from weft_tasks.harness import reference_policy
+
+    sample = sample_task
+
+    settings = MegaMCPSettings(data_dir=tmp_path / "mm", call_timeout_s=1.0)
+    async with (
+        MegaMCPHost.running(settings) as host,
+        MegaMCPClient(host.url, host.admin_token) as client,
+    ):
+        snaps = {}
+        for mcp in ("crm", "helpdesk"):
+            bundle = sample.build_bundle(mcp, tmp_path / "b")
+            await client.register(bundle)
+            snaps[mcp] = SnapshotRef(
+                mcp=mcp, uri=await client.put_snapshot(mcp, bundle / "seed.sqlite"), sha256=""
+            )
+        graph = sample.sample_graph(snaps)
+        attempts = []
+
+        def policy(task):
+            attempts.append(task.rollout_id)
+            if len(attempts) == 1:
+                return ScriptedChatModel(
+                    [
+                        AIMessage(
+                            "",
+                            tool_calls=[
+                                {
+                                    "id": "s1",
+                                    "name": "crm_get_customer_by_email",
+                                    "args": {"email": "slow@example.com"},
+                                }
+                            ],
+                        ),
+                        "The system seems slow.",
+                    ]
+                )
+            return reference_policy(task)
+
+        trace = await run_rollout(
+            _plan(graph, "agentic", "full", "react"), client, ReActHarness(policy), settings=QUIET
+        )
+    assert len(attempts) == 2 and trace.infrastructure_retries == 1
+    assert trace.error is None and trace.final.passed
+    assert all(e.error_kind is None for e in trace.ledger)
+    assert trace_ledger_problems(trace.messages, trace.ledger) == []

@@ -1,6 +1,7 @@
 """A small CRM MCP server that reads its DB from the session binding on every call."""
 
 import sqlite3
+import time
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -22,6 +23,8 @@ def create_server() -> FastMCP:
     @mcp.tool
     def get_customer_by_email(email: str) -> dict:
         """Find a customer by email address; returns id, name, email and tier."""
+        if email == "slow@example.com":  # lets tests provoke a host-side timeout
+            time.sleep(3)
         with _db() as conn:
             row = conn.execute("SELECT * FROM customer WHERE email = ?", (email,)).fetchone()
         if row is None:
