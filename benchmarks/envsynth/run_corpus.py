@@ -51,7 +51,11 @@ def main() -> None:
     done = [0]
     t0 = time.perf_counter()
 
+    partial = (out / "results.jsonl").open("a", encoding="utf-8")
+
     def progress(r: SynthResult) -> None:
+        partial.write(r.model_dump_json() + "\n")  # survives an interrupted run
+        partial.flush()
         done[0] += 1
         if done[0] % 50 == 0 or done[0] == len(files):
             el = time.perf_counter() - t0
@@ -63,6 +67,7 @@ def main() -> None:
             shutil.rmtree(r.bundle, ignore_errors=True)
 
     results = synthesize_files(files, out, jobs=args.jobs, rounds=3, on_result=progress)
+    partial.close()
     wall = time.perf_counter() - t0
     status = Counter(r.status for r in results)
     loaded = sum(1 for r in results if not (r.reason or "").startswith("spec not loadable"))

@@ -196,7 +196,9 @@ def synthesize_files(
             if on_result:
                 on_result(results[i])
     else:
-        with ProcessPoolExecutor(max_workers=jobs, max_tasks_per_child=200) as pool:
+        # No max_tasks_per_child: on Python 3.11 replacing a retired worker can hang the pool.
+        # Bundles are unloaded after validation, so a long-lived worker does not accumulate them.
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {
                 pool.submit(synthesize_file, p, out_dir, model=model, rounds=rounds): i
                 for i, p in enumerate(paths)
