@@ -463,3 +463,31 @@ async def test_a_host_side_timeout_in_the_ledger_is_retried_in_a_fresh_group(tmp
     assert trace.error is None and trace.final.passed
     assert all(e.error_kind is None for e in trace.ledger)
     assert trace_ledger_problems(trace.messages, trace.ledger) == []
+
+
+async def test_a_one_node_agentic_task_needs_no_replay_group(megamcp):
+    client, graph = megamcp
+    one = graph.model_copy(
+        update={
+            "id": "one",
+            "nodes": [graph.nodes[0]],
+            "edges": [],
+            "order": ["n1"],
+            "final_checks": [],
+            "content_hash": None,
+        }
+    ).sealed()
+    created = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        async def create_group(self, **kwargs):
+            created.append(kwargs["task_id"])
+            return await client.create_group(**kwargs)
+
+    trace = await run_rollout(_plan(one), Counting(), ReferenceChainTeacher(), settings=QUIET)
+    assert created == ["one"]
+    assert [s.node_id for s in trace.segments] == ["n1"] and trace.segments[0].outcome.passed
+    assert trace.segments[0].ledger_seqs == {"crm": [0]}

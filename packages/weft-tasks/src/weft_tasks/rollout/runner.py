@@ -164,13 +164,14 @@ async def _attempt(
                     f"{e.mcp}#{e.seq} {e.error_kind}" for e in infrastructure_entries(entries)
                 )
             )
-        if sim is None:
+        if sim is None and len(order) > 1:
             turns = await _agentic_turns(
                 service, graph, order, entries, run.messages, snapshots, problems
             )
         reached = {n for t in turns for n in t.outcomes}
         for node_id in [n for n in order if n not in reached]:
-            # SimUser nodes the harness never reached are verified on the state it left behind.
+            # SimUser nodes the harness never reached, and a one-node agentic task, are
+            # verified on the state the episode left behind.
             evaluation, err = _evaluation(await service.checkpoint_verify(handle, node_id))
             if err:
                 problems.append(f"checkpoint {node_id}: verifier error: {err}")
