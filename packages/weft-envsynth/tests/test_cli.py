@@ -89,6 +89,7 @@ def test_batch_with_hostile_specs_goes_on_and_reports(
     assert "broken_tool" in by["good.json"]["rejected_tools"]
     # a name clash: the loader renames the second tool; both are synthesized and certified
     assert by["clash.json"]["status"] == "certified" and by["clash.json"]["tools_certified"] == 2
+    assert any("renamed" in w for w in by["clash.json"]["warnings"])
     for bad in ("truncated.json", "no_tools.json", "not_a_spec.json"):
         assert by[bad]["status"] == "rejected" and by[bad]["reason"], bad
     assert (out / "notes" / "manifest.json").exists()

@@ -36,6 +36,9 @@ class SynthResult(BaseModel):
     rejected_tools: dict[str, str] = Field(
         default_factory=dict, description="Tools the loader dropped."
     )
+    warnings: list[str] = Field(
+        default_factory=list, description="Loader repairs, e.g. a renamed clashing tool."
+    )
     seconds: float = 0.0
 
 
@@ -104,12 +107,13 @@ def synthesize_spec(
     )
 
 
-def load_spec(path: str | Path) -> tuple[MCPSpec, dict[str, str]]:
-    """Load any supported spec file (weft_core.loaders); returns the spec and the tools it dropped."""
+def load_spec(path: str | Path) -> tuple[MCPSpec, dict[str, str], list[str]]:
+    """Load any supported spec file (weft_core.loaders): the spec, the tools it dropped (with
+    reasons) and its repair warnings."""
     from weft_core.loaders import load_spec_file
 
     loaded = load_spec_file(path)
-    return loaded.spec, {r.name: r.reason for r in loaded.rejected_tools}
+    return loaded.spec, {r.name: r.reason for r in loaded.rejected_tools}, list(loaded.warnings)
 
 
 def synthesize_file(
@@ -121,7 +125,7 @@ def synthesize_file(
     t0 = time.perf_counter()
     src = str(path)
     try:
-        spec, dropped = load_spec(path)
+        spec, dropped, warnings = load_spec(path)
     except WeftError as exc:
         return SynthResult(
             source=src,
@@ -162,6 +166,7 @@ def synthesize_file(
             seconds=time.perf_counter() - t0,
         )
     result.rejected_tools = dropped
+    result.warnings = warnings
     return result
 
 
