@@ -126,16 +126,20 @@ async def stage_atomic(
     llm: Any,
     model: str | None,
 ) -> tuple[list[Path], dict[str, dict[str, Any]], str]:
-    """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP)."""
-    from weft_tasks.atomic.bundle import load_bundle
-    from weft_tasks.atomic.library import save_library
-    from weft_tasks.atomic.synthesis import certify
-    from weft_tasks.atomic.validation import MegaMCPValidator
+    """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP). A bundle with
+    no certifiable task is recorded with its reason and the others go on."""
+    from weft_tasks.atomic import certify_bundle
+    from weft_tasks.exceptions import TasksUserError
+    from weft_tasks.settings import TasksSettings
 
+    settings = TasksSettings(
+        round_budget=config.tasks.budget,
+        seed=config.pipeline.seed,
+        concurrency=config.rollouts.concurrency,
+    )
     libraries: list[Path] = []
     stats: dict[str, dict[str, Any]] = {}
     ran = 0
-    validator = MegaMCPValidator(client, concurrency=config.rollouts.concurrency)
     for bundle_dir in bundles:
         manifest = json.loads((bundle_dir / "manifest.json").read_text(encoding="utf-8"))
         key = store.key(
@@ -151,20 +155,25 @@ async def stage_atomic(
         if done is None:
             ran += 1
             folder = store.begin(ATOMIC, key)
-            bundle = load_bundle(bundle_dir)
-            state = await certify(bundle, validator, llm=llm, budget=config.tasks.budget)
-            lib = save_library(folder, bundle, state, strategy=model or "programmatic")
-            done = store.finish(
-                ATOMIC,
-                key,
-                {
-                    "mcp": bundle.mcp,
-                    "library": str(lib),
-                    "tasks": len(state.retained),
-                    "coverage": float(getattr(state, "coverage", 0.0)),
-                },
-            )
-        libraries.append(Path(done["library"]))
+            try:
+                lib = await certify_bundle(bundle_dir, client, folder, llm=llm, settings=settings)
+                record = {
+                    "mcp": lib.mcp,
+                    "library": str(folder / lib.mcp),
+                    "tasks": len(lib.tasks),
+                    "coverage": float(lib.manifest.coverage),
+                }
+            except TasksUserError as exc:  # no certifiable task / unusable bundle: this MCP only
+                record = {
+                    "mcp": manifest.get("name", bundle_dir.name),
+                    "library": None,
+                    "tasks": 0,
+                    "coverage": 0.0,
+                    "error": str(exc),
+                }
+            done = store.finish(ATOMIC, key, record)
+        if done.get("library"):
+            libraries.append(Path(done["library"]))
         stats[done["mcp"]] = done
     return libraries, stats, ("ran" if ran else "cached")
 
@@ -379,6 +388,7 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
             row = rows.get(mcp) or next((r for r in summary.mcps if r.name == mcp), None)
             if row is not None:
                 row.atomic_tasks, row.coverage = int(st["tasks"]), float(st["coverage"])
+                row.reason = st.get("error") or row.reason
         _log("[bold]3/4 composed tasks[/]")
         graphs, summary.composition_failures, summary.stages[COMPOSE] = await stage_compose(
             config, store, client, libraries, llm, model
