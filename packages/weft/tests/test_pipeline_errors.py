@@ -30,3 +30,21 @@ def test_cli_exit_code_1_and_one_line_for_a_failed_stage(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith("weft: no environment could be certified: bad.json: ")
+
+
+def test_an_unreachable_model_endpoint_stops_the_run_at_once(tmp_path, capsys):
+    cfg = tmp_path / "p.toml"
+    (tmp_path / "a.json").write_text("{}")
+    cfg.write_text(f'[pipeline]\nspecs = ["a.json"]\nout = "{tmp_path / "o"}"\n')
+    code = main(["run", str(cfg), "--quiet", "--model", "vllm:nothing@http://127.0.0.1:9/v1"])
+    assert code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model 'vllm:nothing@http://127.0.0.1:9/v1' did not answer" in err[0]
+    assert not (tmp_path / "o" / "stages").exists()
+
+
+async def test_probe_accepts_a_model_that_answers():
+    from weft.pipeline import probe_model
+    from weft_core.testing import ScriptedChatModel
+
+    await probe_model(ScriptedChatModel(["OK"]), "scripted")

@@ -151,6 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     except WeftError as exc:
         fail(f"weft: {exc}")
         return 1
+    except Exception as exc:
+        from weft_tasks.rollout import is_infrastructure_error
+
+        if not is_infrastructure_error(exc):
+            raise  # a bug: keep the traceback
+        fail(f"weft: infrastructure failure ({type(exc).__name__}: {exc}); rerun to resume")
+        return 1
     except KeyboardInterrupt:
         fail("weft: interrupted; rerun the same command to resume")
         return 130

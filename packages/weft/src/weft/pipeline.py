@@ -340,6 +340,15 @@ async def stage_rollouts(
 # ----------------------------------------------------------------------------- all
 
 
+async def probe_model(llm: Any, model: str) -> None:
+    """One tiny call before any stage, so an unreachable or misnamed endpoint stops the run
+    with its reason at once instead of failing every LLM step later."""
+    try:
+        await asyncio.wait_for(llm.ainvoke("Reply with OK."), timeout=120)
+    except Exception as exc:
+        raise StageError(f"model {model!r} did not answer: {type(exc).__name__}: {exc}") from None
+
+
 async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> PipelineSummary:
     """Run every stage; returns (and writes OUT/summary.json) the summary."""
     from weft_core.llm import make_chat_model
@@ -348,6 +357,8 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
     t0 = time.perf_counter()
     model = (model if model is not None else config.pipeline.model) or None
     llm = make_chat_model(model) if model else None
+    if llm is not None:
+        await probe_model(llm, model or "")
     out = config.out_dir
     out.mkdir(parents=True, exist_ok=True)
     store = StageStore(out / "stages")
