@@ -143,6 +143,8 @@ async def _attempt(
         async def on_turn(transcript: list[ChatMessage]) -> str | None:
             if sim is None:
                 return None  # agentic: one turn; checkpoints come from the ledger replay
+            if len(turns) >= len(sim.turns):
+                return None  # a harness that keeps going after the episode ended
             start = turns[-1].end if turns else 0
             node_id = sim.turns[len(turns)].node_id
             turn = _Turn(node_ids=[node_id], start=start, end=len(transcript))
