@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import time
@@ -140,10 +141,37 @@ class HostCore:
     async def start_background(self) -> None:
         self._tasks.append(asyncio.create_task(self.idle_loop(), name="megamcp-idle"))
         if self.run_reaper:
-            self._tasks.append(asyncio.create_task(self._reap_once(), name="megamcp-reaper"))
+            # Before serving: a token of a group from the previous run must work at once.
+            await self._reap_once()
+
+    def persisted_groups(self) -> list[str]:
+        """Ids of groups left open on local disk by a previous run of this data dir."""
+        out = []
+        for gfile in sorted(self.manager.groups_dir.glob("grp_*/group.json")):
+            try:
+                status = json.loads(gfile.read_text(encoding="utf-8")).get("status")
+            except (OSError, ValueError):
+                continue
+            if status != "closed" and gfile.parent.name not in self.manager.groups:
+                out.append(gfile.parent.name)
+        return out
+
+    async def resume_persisted(self) -> int:
+        """After a restart, adopt every open group: same tokens, state from the latest checkpoints."""
+        n = 0
+        for gid in self.persisted_groups():
+            try:
+                await self.adopt(gid)
+                n += 1
+            except Exception:
+                log.exception("could not resume group %s", gid)
+        return n
 
     async def _reap_once(self) -> None:
         report = await self.recovery.reap()
+        resumed = await self.resume_persisted()
+        if resumed:
+            log.warning("resumed %d group(s) from a previous run", resumed)
         if report.finished or report.failed:
             log.warning(
                 "reaper finished %d interrupted shutdown(s); failed: %s",

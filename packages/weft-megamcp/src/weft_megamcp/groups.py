@@ -396,6 +396,7 @@ class GroupManager:
                 self._by_token.pop(s.token_sha, None)
                 self._revoked.add(s.token_sha)
             group.status = GroupStatus.CLOSED
+            group.save()  # a crash from here on never resumes the group; the reaper finishes it
             if remove_files:
                 for close_hook in self.close_hooks:
                     try:
@@ -403,8 +404,6 @@ class GroupManager:
                     except Exception:  # cleanup elsewhere must not keep a group open
                         log.exception("close hook failed for group %s", group_id)
                 shutil.rmtree(group.root, ignore_errors=True)
-            else:
-                group.save()
         self.groups.pop(group_id, None)
 
     async def release(self, group_id: str) -> None:
@@ -417,9 +416,12 @@ class GroupManager:
         self.groups.pop(group_id, None)
 
     async def close_all(self) -> None:
-        for gid in list(self.groups):
-            with contextlib.suppress(Exception):  # closing on shutdown is best effort per group
-                await self.close(gid, remove_files=False)
+        """Host shutdown: stop every runtime and persist every group; nothing is closed, so a
+        restart with the same data dir resumes the groups with their tokens."""
+        for group in list(self.groups.values()):
+            with contextlib.suppress(Exception):  # best effort per group on the way down
+                async with await self._quiesce(group):
+                    group.save()
         await self.commands.close()
 
     def ledger(self, group_id: str) -> dict[str, list[LedgerEntry]]:

@@ -18,7 +18,10 @@ import json
 import logging
 import multiprocessing
 import multiprocessing.connection
+import os
 import re
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,10 +58,28 @@ _GROUP_PATH = re.compile(r"^/admin/groups/(grp_[0-9a-f]+)(/.*)?$")
 _HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
 
 
+def _exit_with_master(master_pid: int) -> None:
+    """A worker that outlives a killed master would be an orphan holding sessions: leave, and
+    take the master's fork server (this worker's parent) along."""
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(master_pid, 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.kill(os.getppid(), signal.SIGTERM)
+            os._exit(0)
+
+
 def _worker_main(
-    settings_json: str, master_url: str, conn: multiprocessing.connection.Connection
+    settings_json: str,
+    master_url: str,
+    conn: multiprocessing.connection.Connection,
+    master_pid: int = 0,
 ) -> None:
     """Entry of a forked worker: bind a free port, report it, serve until terminated."""
+    if master_pid:
+        threading.Thread(target=_exit_with_master, args=(master_pid,), daemon=True).start()
     settings = MegaMCPSettings.model_validate_json(settings_json)
     core = HostCore(settings, run_reaper=False)
     core.base_url = master_url  # session URLs point at the master, which routes by token
@@ -123,7 +144,7 @@ class Master:
         parent, child = self.ctx.Pipe(duplex=False)
         proc = self.ctx.Process(
             target=_worker_main,
-            args=(self._worker_settings(), self.url, child),
+            args=(self._worker_settings(), self.url, child, os.getpid()),
             name=f"megamcp-worker-{index}",
             daemon=True,
         )
@@ -229,6 +250,7 @@ class Master:
     async def start(self) -> None:
         await self.core.recovery.reap()  # finish shutdowns a previous run left half done
         await self._place()
+        await self._resume_persisted()
         self._supervisor = asyncio.create_task(self._supervise(), name="megamcp-supervisor")
 
     async def stop(self) -> None:
@@ -274,6 +296,38 @@ class Master:
         worker.groups.discard(gid)
         for sid in self.group_sessions.get(gid, {}):
             worker.state.sessions.pop(sid, None)
+
+    async def _resume_persisted(self) -> None:
+        """Groups a previous run left open: place each on a worker, which resumes it from its
+        latest checkpoints; their tokens keep working (the master routes by token hash)."""
+        from weft_megamcp._session import HostedGroup
+
+        for gid in self.core.persisted_groups():
+            try:
+                group = HostedGroup.load(self.core.manager.groups_dir / gid)
+                keys = [
+                    f"{s.mcp_id}@{s.version}" for s in group.sessions.values() if not s.dedicated
+                ]
+                worker = await self._place(keys)
+                url = f"{worker.url}/admin/groups/{gid}/adopt"
+                resp = await self.http.post(url, headers=self._admin_headers())
+                if resp.status_code != 200:
+                    log.error("worker %d could not resume %s: %s", worker.index, gid, resp.text)
+                    continue
+            except Exception:
+                log.exception("could not resume group %s", gid)
+                continue
+            worker.groups.add(gid)
+            self.group_worker[gid] = worker.index
+            shared = {
+                s.session_id: f"{s.mcp_id}@{s.version}"
+                for s in group.sessions.values()
+                if not s.dedicated
+            }
+            self.group_sessions[gid] = shared
+            worker.state.sessions.update(shared)
+            for s in group.sessions.values():
+                self.token_group[s.token_sha] = gid
 
     # ---- health and migration -----------------------------------------------------------------
 
