@@ -204,15 +204,17 @@ class MegaServing:
         t0 = time.perf_counter()
         shipped = 0
         group = None
+        phase = "create_group"
         try:
             group = await self.open_group()
             info = group.session(self.mcp_id)
             shipped = self.ship(task, trace, info.url, info.token)
+            phase = "calls"
             async with self.client.session_client(info) as client:
                 await run_calls(client, trace, res, t0)
             res.ok = True
         except Exception as exc:
-            res.failure = f"{type(exc).__name__}: {exc}"
+            res.failure = f"{phase}: {type(exc).__name__}: {exc}"
         finally:
             if group is not None:
                 try:

@@ -51,7 +51,7 @@ def summarize(results: list[TaskResult]) -> dict[str, Any]:
         "p50_ms": pct(lat, 0.5),
         "p99_ms": pct(lat, 0.99),
         "median_first_call_s": statistics.median(firsts) if firsts else None,
-        "failures": failures[:5],
+        "failures": failures,
     }
 
 
