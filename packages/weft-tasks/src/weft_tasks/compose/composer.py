@@ -185,6 +185,8 @@ def align_task(
         if key is None or key not in binding.value:
             continue
         unique = _unique(bundle, entity, field)
+        if role == "reference" and name in changed:
+            continue  # re-pointing a reference: the new target is not the bound object
         if role == "value" and (unique or key == "name" or name in changed):
             continue  # a second object with the bound unique key would collide; names are not identity
         old = next((i.value for i in task.inputs if i.name == name), None)
