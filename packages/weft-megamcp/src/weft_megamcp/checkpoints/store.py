@@ -206,6 +206,8 @@ class CheckpointStore:
         return value
 
     def _list_names(self, path: str) -> list[str]:
+        # Object-store filesystems (s3fs) cache listings; a stale one would hide a newer lease.
+        self.fs.invalidate_cache(path)
         try:
             entries = self.fs.ls(path, detail=False)
         except FileNotFoundError:
