@@ -221,6 +221,7 @@ async def test_a_wrong_token_is_an_exception_not_a_policy_message(graph, endpoin
 EXTERNAL = str(Path(__file__).parent / "data" / "external_agent.py")
 
 
+@pytest.mark.slow  # a fresh Python process importing fastmcp: ~5-10 s here
 async def test_subprocess_harness_runs_an_external_agent_over_the_endpoints(graph, endpoints):
     harness = SubprocessHarness("external", [sys.executable, EXTERNAL])
     turns = []

@@ -241,6 +241,7 @@ async def test_batch_runs_concurrently_appends_jsonl_and_resumes(megamcp, tmp_pa
     assert ViewMode.SIMUSER and Disclosure.VAGUE  # enums round-trip through the plans
 
 
+@pytest.mark.slow  # a fresh Python process importing fastmcp: ~5-10 s here
 async def test_external_subprocess_harness_rollout_is_verified_and_tied_to_the_ledger(megamcp):
     import sys
     from pathlib import Path
