@@ -206,3 +206,14 @@ async def test_error_rates_as_json_and_prometheus(
             )
         ).text
     assert "notes_crm" in text and "update_email" in text
+
+
+async def test_successful_results_hide_host_paths(
+    client: MegaMCPClient, group: GroupHandle, notes: MCPRecord, host: MegaMCPHost
+):
+    res = await client.call_tool(group, notes.mcp_id, "storage_info")
+    assert not res.is_error
+    data_dir = str(host.settings.data_dir.resolve())
+    assert data_dir not in res.text and data_dir not in str(res.structured)
+    assert res.structured["workspace"] == "/"  # the agent's own workspace root, as it names it
+    assert res.structured["note"] == "see /api/v1/docs"  # ordinary data is left alone

@@ -49,3 +49,29 @@ async def test_idle_group_is_offloaded_then_reloaded(tmp_path, bundle_dir):
             await client.call_tool(g, m, "read_note", {"path": "keep.txt"})
         ).text == "still here"
         assert (await client.info(g)).runtime == RuntimeState.LOADED
+
+
+async def test_long_idle_group_is_evicted_then_reloaded(tmp_path, bundle_dir):
+    settings = MegaMCPSettings(
+        data_dir=tmp_path / "mm",
+        offload_after_s=0.2,
+        evict_after_s=0.4,
+        idle_scan_interval_s=0.1,
+        checkpoint_debounce_s=0.05,
+        admin_token="adm-token-2",
+    )
+    async with (
+        MegaMCPHost.running(settings) as host,
+        MegaMCPClient(host.url, host.admin_token) as client,
+    ):
+        rec = await client.register(bundle_dir)
+        g = await client.create_group([rec.mcp_id])
+        await client.call_tool(g, rec.mcp_id, "add_contact", {"name": "Evicted", "email": "e@x.y"})
+        for _ in range(200):
+            if (await client.info(g)).runtime == RuntimeState.EVICTED:
+                break
+            await asyncio.sleep(0.05)
+        assert (await client.info(g)).runtime == RuntimeState.EVICTED
+        assert host.core is not None
+        assert not host.core.manager.get(g.group_id).sessions[rec.mcp_id].db_path.exists()
+        assert "Evicted" in (await client.call_tool(g, rec.mcp_id, "list_contacts")).text

@@ -339,7 +339,31 @@ class GroupManager:
         if error_kind is not None:
             raise ToolError(message)
         assert result is not None
-        return result
+        return self._scrub_result(result, str(session.workspace))
+
+    def _scrub_result(self, result: ToolResult, workspace: str) -> ToolResult:
+        """A successful result that mentions a host path or secret gets it replaced; the rest
+        (nearly every result) is returned untouched without copying."""
+        texts = [getattr(c, "text", "") or "" for c in result.content]
+        structured = result.structured_content
+        blob = "\n".join(texts) + (
+            json.dumps(structured, default=str) if structured is not None else ""
+        )
+        if not self.sanitizer.leaks(blob):
+            return result
+        content = [
+            c.model_copy(update={"text": self.sanitizer.secrets_only(c.text, workspace=workspace)})
+            if hasattr(c, "text")
+            else c
+            for c in result.content
+        ]
+        return ToolResult(
+            content=content,
+            structured_content=self.sanitizer.value(structured, workspace=workspace)
+            if structured is not None
+            else None,
+            meta=result.meta,
+        )
 
     # ---- lifecycle ----------------------------------------------------------------------------
 

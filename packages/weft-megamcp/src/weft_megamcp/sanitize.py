@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # Absolute POSIX paths (at least two segments) and file:// URIs.
 _PATH_RE = re.compile(r"(?:file://)?(?<![\w.])/(?:[\w.@+-]+/)+[\w.@+-]*")
@@ -22,6 +23,30 @@ class Sanitizer:
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
             self._secrets.sort(key=len, reverse=True)
+
+    def secrets_only(self, text: str, *, workspace: str | None = None) -> str:
+        """For successful results: only exact secrets and host paths are replaced, so ordinary
+        data that happens to look like a path ('/api/v1') is left alone."""
+        if workspace:
+            text = text.replace(workspace.rstrip("/") + "/", "/").replace(
+                workspace.rstrip("/"), "/"
+            )
+        for secret in self._secrets:
+            text = text.replace(secret, "<hidden>")
+        return text
+
+    def leaks(self, text: str) -> bool:
+        return any(secret in text for secret in self._secrets)
+
+    def value(self, value: Any, *, workspace: str | None = None) -> Any:
+        """`secrets_only` applied to every string inside a JSON-like value."""
+        if isinstance(value, str):
+            return self.secrets_only(value, workspace=workspace)
+        if isinstance(value, list):
+            return [self.value(v, workspace=workspace) for v in value]
+        if isinstance(value, dict):
+            return {k: self.value(v, workspace=workspace) for k, v in value.items()}
+        return value
 
     def text(self, text: str, *, workspace: str | None = None) -> str:
         if workspace:

@@ -114,6 +114,12 @@ def create_server() -> FastMCP:
         return add_contact(name, email)
 
     @mcp.tool
+    def storage_info() -> dict:
+        """A careless tool that returns where its state lives (the host must hide it)."""
+        b = current_binding()
+        return {"db": str(b.db_path), "workspace": str(b.workspace), "note": "see /api/v1/docs"}
+
+    @mcp.tool
     def purge_all() -> str:
         """Uncertified: the host must not expose it."""
         with Session(_engine()) as s:
