@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import combinations, islice
 
 from pydantic import BaseModel, Field
@@ -46,6 +46,12 @@ class Combination(BaseModel):
     domains: list[str]
     score: float
     features: dict[str, float] = Field(default_factory=dict)
+
+
+def _ranked(out: list[Combination]) -> list[Combination]:
+    # a combination whose data-holding MCPs share no business object cannot serve one
+    # objective: the judge sees connected combinations first
+    return sorted(out, key=lambda c: (-c.features.get("connected", 0.0), -c.score))
 
 
 class CoverageSampler:
@@ -124,58 +130,80 @@ class CoverageSampler:
                     break
         return out
 
-    def candidates(self, shape: Shape) -> list[Combination]:
-        """Ranked combinations over the least-used domain sets: the judge sees the best first."""
-        out: list[Combination] = []
-        for rank, domains in enumerate(self.domain_sets(shape)):
-            for c in self.combinations(shape, domains):
-                # less-used domain sets keep a bonus so usage still steers the draw
-                c.score += 0.3 * (1 - rank / DOMAIN_SETS)
-                out.append(c)
-        out.sort(key=lambda c: -c.score)
-        return out
-
     def combinations(self, shape: Shape, domains: Sequence[str]) -> list[Combination]:
-        """MCP combinations over exactly `domains`, with capacity for the surplus, best first."""
+        """MCP combinations over exactly `domains`, best first."""
         pool = [m for d in domains for m in self.domains[d]]
         self.rng.shuffle(pool)
-        need = self.required(shape.tasks)
-        out: list[Combination] = []
-        for combo in islice(combinations(pool, shape.mcps), MAX_COMBINATIONS):
-            doms = {self.libs[m].domain for m in combo}
-            if doms != set(domains) or sum(self.capacity[m] for m in combo) < shape.tasks:
+        scored = (
+            self.score(c, shape.tasks)
+            for c in islice(combinations(pool, shape.mcps), MAX_COMBINATIONS)
+        )
+        out = [
+            c
+            for c in scored
+            if c is not None and set(c.domains) == set(domains) and self._fits(c, shape)
+        ]
+        return _ranked(out)
+
+    def candidates(self, shape: Shape) -> list[Combination]:
+        """Combinations of the shape's MCP count and domain breadth, best first: connected ones
+        (their data-holding MCPs share a business object), then by score, where the usage of
+        domains and MCPs relative to capacity counts as much as shared entities. Small libraries
+        are enumerated; large ones sampled."""
+        names = sorted(self.libs)
+        if math.comb(len(names), shape.mcps) <= 4 * MAX_COMBINATIONS:
+            combos: Iterable[tuple[str, ...]] = combinations(names, shape.mcps)
+        else:
+            combos = {
+                tuple(sorted(self.rng.sample(names, shape.mcps)))
+                for _ in range(2 * MAX_COMBINATIONS)
+            }
+        out = []
+        for combo in combos:
+            if len({self.libs[m].domain for m in combo}) != shape.domains:
                 continue
-            bundles = [self.libs[m].bundle for m in combo]
-            connected = 1.0 if linked([b for b in bundles if b.entities.entities]) else 0.0
-            under = sum(1 / (1 + self.mcp_rate(m)) for m in combo) / len(combo)
-            shared = shared_entity_score(bundles)
-            comp = complementary_score(bundles)
-            red = redundancy_score(bundles)
-            surplus_ok = 1.0 if sum(self.capacity[m] for m in combo) >= need else 0.0
-            score = connected + (
-                W_UNDER * under
-                + W_SHARED * shared
-                + W_COMPLEMENT * comp
-                - W_REDUNDANT * red
-                + 0.2 * surplus_ok
-            )
-            out.append(
-                Combination(
-                    mcps=sorted(combo),
-                    domains=sorted(doms),
-                    score=score + 1e-6 * self.rng.random(),
-                    features={
-                        "underrepresented": under,
-                        "shared_entities": shared,
-                        "complementary": comp,
-                        "redundancy": red,
-                        "surplus": surplus_ok,
-                        "connected": connected,
-                    },
-                )
-            )
-        out.sort(key=lambda c: -c.score)
-        return out
+            c = self.score(combo, shape.tasks)
+            if c is not None and self._fits(c, shape):
+                out.append(c)
+        return _ranked(out)
+
+    def _fits(self, c: Combination, shape: Shape) -> bool:
+        return sum(self.capacity[m] for m in c.mcps) >= shape.tasks
+
+    def score(self, combo: Sequence[str], tasks: int = 1) -> Combination | None:
+        """Rank features of one combination: underrepresentation of its MCPs and domains, shared
+        entities, complementary operations, functional redundancy, surplus capacity."""
+        bundles = [self.libs[m].bundle for m in combo]
+        doms = sorted({self.libs[m].domain for m in combo})
+        connected = 1.0 if linked([b for b in bundles if b.entities.entities]) else 0.0
+        under = sum(1 / (1 + self.mcp_rate(m)) for m in combo) / len(combo)
+        under_dom = sum(1 / (1 + self.domain_rate(d)) for d in doms) / len(doms)
+        shared = shared_entity_score(bundles)
+        comp = complementary_score(bundles)
+        red = redundancy_score(bundles)
+        cap = sum(self.capacity[m] for m in combo)
+        surplus_ok = 1.0 if cap >= self.required(tasks) else 0.0
+        score = (
+            W_UNDER * (under + under_dom) / 2
+            + W_SHARED * shared
+            + W_COMPLEMENT * comp
+            - W_REDUNDANT * red
+            + 0.2 * surplus_ok
+        )
+        return Combination(
+            mcps=sorted(combo),
+            domains=doms,
+            score=score + 1e-6 * self.rng.random(),
+            features={
+                "underrepresented": under,
+                "underrepresented_domains": under_dom,
+                "shared_entities": shared,
+                "complementary": comp,
+                "redundancy": red,
+                "surplus": surplus_ok,
+                "connected": connected,
+            },
+        )
 
     def commit(self, combo: Combination, tasks: int) -> None:
         """Charge a combination's planned tasks to its MCPs and domains (before drawing tasks)."""
