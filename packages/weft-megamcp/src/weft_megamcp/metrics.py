@@ -262,5 +262,5 @@ class _ReportCollector:
 def render_prometheus(report: MetricsReport, gauges: Mapping[str, float] | None = None) -> str:
     """Prometheus text exposition of `report` plus host-level `gauges` (e.g. {"groups": 12})."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_ReportCollector(report, gauges or {}))  # type: ignore[arg-type]
+    registry.register(_ReportCollector(report, gauges or {}))
     return generate_latest(registry).decode()

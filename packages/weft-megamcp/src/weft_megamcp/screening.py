@@ -135,7 +135,7 @@ def _is_mutable_value(node: ast.AST | None) -> bool:
         return True
     if isinstance(node, ast.Call):
         name = _dotted(node.func)
-        return bool(name) and name.rsplit(".", 1)[-1] in _MUTABLE_CONSTRUCTORS
+        return name is not None and name.rsplit(".", 1)[-1] in _MUTABLE_CONSTRUCTORS
     return False
 
 

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import sys
+from typing import Any
 from urllib.parse import urlparse
 
 from fastmcp import Client, FastMCP
@@ -42,11 +43,11 @@ def _check(url: str, token: str | None) -> str:
     return token
 
 
-def backend_client(url: str, token: str, *, timeout_s: float = 120.0) -> Client:
+def backend_client(url: str, token: str, *, timeout_s: float = 120.0) -> Client[Any]:
     return Client(StreamableHttpTransport(url, auth=token), timeout=timeout_s)
 
 
-def build_bridge(client: Client, name: str = "megamcp-session") -> FastMCP:
+def build_bridge(client: Client[Any], name: str = "megamcp-session") -> FastMCP[Any]:
     """A proxy server forwarding every request to `client` (connected or not)."""
     return create_proxy(client, name=name)
 
@@ -56,7 +57,7 @@ async def run_bridge(url: str, token: str | None, *, timeout_s: float = 120.0) -
     token = _check(url, token)
     client = backend_client(url, token, timeout_s=timeout_s)
     try:
-        await client.__aenter__()
+        await client.__aenter__()  # type: ignore[no-untyped-call]
     except Exception as exc:
         # httpx-level detail (401, connection refused) is in the message; never echo the token.
         raise MegaMCPRuntimeError(
@@ -67,7 +68,7 @@ async def run_bridge(url: str, token: str | None, *, timeout_s: float = 120.0) -
         # One session per bridge, so reusing the connection is safe and saves a connect per call.
         await build_bridge(client).run_stdio_async(show_banner=False, log_level="WARNING")
     finally:
-        await client.__aexit__(None, None, None)
+        await client.__aexit__(None, None, None)  # type: ignore[no-untyped-call]
 
 
 def main_stdio(url: str, token: str | None) -> int:

@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
+import fsspec  # type: ignore[import-untyped]
+from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 from pydantic import BaseModel, Field
 
 from weft_megamcp.checkpoints._errors import (
@@ -190,7 +190,7 @@ class CheckpointStore:
             except FileExistsError:
                 return False
         # Stores whose "create" is only check-then-write: the read-back says who won.
-        return self.fs.cat_file(path) == data
+        return bool(self.fs.cat_file(path) == data)
 
     def _read_json(self, path: str) -> dict[str, Any] | None:
         try:
