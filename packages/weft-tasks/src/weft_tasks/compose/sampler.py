@@ -30,7 +30,6 @@ from weft_tasks.compose.profiles import Profile
 
 # Weights of the combination ranking; underrepresentation leads so coverage broadens.
 W_UNDER, W_SHARED, W_COMPLEMENT, W_REDUNDANT = 2.0, 1.0, 0.3, 0.5
-DOMAIN_SETS = 40
 MAX_COMBINATIONS = 300
 
 
@@ -106,29 +105,6 @@ class CoverageSampler:
             return None
         k, m, d = self.rng.choice(options)
         return Shape(profile=profile.name, tasks=k, mcps=m, domains=d)
-
-    def pick_domains(
-        self, shape: Shape, exclude: set[frozenset[str]] | None = None
-    ) -> list[str] | None:
-        """The least-used domains (relative to capacity) that together hold enough MCPs."""
-        found = self.domain_sets(shape, 1, exclude)
-        return found[0] if found else None
-
-    def domain_sets(
-        self, shape: Shape, limit: int = DOMAIN_SETS, exclude: set[frozenset[str]] | None = None
-    ) -> list[list[str]]:
-        """Up to `limit` domain sets of the shape's breadth, least-used first."""
-        doms = self.domains
-        ranked = sorted(doms, key=lambda d: self.domain_rate(d) + 0.05 * self.rng.random())
-        out: list[list[str]] = []
-        for combo in islice(combinations(ranked, shape.domains), MAX_COMBINATIONS):
-            if exclude and frozenset(combo) in exclude:
-                continue
-            if sum(len(doms[d]) for d in combo) >= shape.mcps:
-                out.append(list(combo))
-                if len(out) >= limit:
-                    break
-        return out
 
     def combinations(self, shape: Shape, domains: Sequence[str]) -> list[Combination]:
         """MCP combinations over exactly `domains`, best first."""
