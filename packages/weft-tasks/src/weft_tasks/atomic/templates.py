@@ -249,10 +249,11 @@ def _schema_value(schema: dict[str, Any], name: str, salt: int) -> Any:
     if kind == "boolean":
         return True
     if kind == "array":
-        item = _schema_value(
-            schema.get("items") or {"type": "string"}, name.rstrip("s") or name, salt
-        )
-        return [item]
+        items = _plain(schema.get("items") or {"type": "string"})
+        if items.get("type", "string") == "string" and not items.get("enum"):
+            # list items are often tokens (tags, ids): no spaces
+            return [f"weft-{(name.rstrip('s') or name).replace('_', '-')}-{salt}"]
+        return [_schema_value(items, name, salt)]
     if kind == "object":
         return {}
     if "email" in name:
