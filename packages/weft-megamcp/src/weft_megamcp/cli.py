@@ -33,7 +33,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from weft_megamcp.app import HostASGI, HostCore
-    from weft_megamcp.host import bind_socket, url_of
+    from weft_megamcp.host import bind_socket, url_of, uvicorn_options
 
     core = HostCore(settings)
     sock = bind_socket(settings.host, settings.port)
@@ -44,9 +44,7 @@ def _serve(args: argparse.Namespace) -> int:
         f"MegaMCP serving on {core.base_url} (MCP at {core.base_url}/mcp, data in {core.data_dir})",
         file=sys.stderr,
     )
-    server = uvicorn.Server(
-        uvicorn.Config(HostASGI(core), log_level=settings.log_level, backlog=2048)
-    )
+    server = uvicorn.Server(uvicorn.Config(HostASGI(core), **uvicorn_options(settings)))
     server.run(sockets=[sock])
     return 0
 

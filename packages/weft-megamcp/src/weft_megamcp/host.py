@@ -30,6 +30,18 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def uvicorn_options(settings: MegaMCPSettings) -> dict[str, Any]:
+    """Server options shared by every way of serving: long keep-alive, because thousands of
+    session clients reuse their connections and a server-side close racing a reused
+    connection surfaces as a client ReadError."""
+    return {
+        "log_level": settings.log_level,
+        "backlog": 4096,
+        "timeout_keep_alive": settings.keep_alive_s,
+        "timeout_graceful_shutdown": 5,
+    }
+
+
 def url_of(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -67,14 +79,7 @@ class MegaMCPHost:
         host = cls(url_of(settings.host, port), core.admin_token, settings)
         core.base_url = host.url
         server = uvicorn.Server(
-            uvicorn.Config(
-                HostASGI(core),
-                log_level=settings.log_level,
-                lifespan="on",
-                timeout_graceful_shutdown=5,
-                limit_concurrency=None,
-                backlog=2048,
-            )
+            uvicorn.Config(HostASGI(core), lifespan="on", **uvicorn_options(settings))
         )
         host.core, host._server = core, server
         host._task = asyncio.create_task(server.serve(sockets=[sock]), name="megamcp-uvicorn")

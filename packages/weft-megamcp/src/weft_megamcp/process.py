@@ -35,7 +35,7 @@ from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
-from weft_megamcp.host import bind_socket, url_of
+from weft_megamcp.host import bind_socket, url_of, uvicorn_options
 from weft_megamcp.settings import MegaMCPSettings
 
 log = logging.getLogger("weft_megamcp.process")
@@ -86,9 +86,7 @@ def _worker_main(
     sock = bind_socket(settings.host, 0)
     conn.send(sock.getsockname()[1])
     conn.close()
-    server = uvicorn.Server(
-        uvicorn.Config(HostASGI(core), log_level=settings.log_level, backlog=2048)
-    )
+    server = uvicorn.Server(uvicorn.Config(HostASGI(core), **uvicorn_options(settings)))
     server.run(sockets=[sock])
 
 
@@ -606,6 +604,6 @@ def serve_master(settings: MegaMCPSettings) -> int:
         f"MegaMCP master on {url} with up to {master.max_workers} workers (data in {master.core.data_dir})",
         file=sys.stderr,
     )
-    server = uvicorn.Server(uvicorn.Config(master, log_level=settings.log_level, backlog=2048))
+    server = uvicorn.Server(uvicorn.Config(master, **uvicorn_options(settings)))
     server.run(sockets=[sock])
     return 0

@@ -75,6 +75,9 @@ class MegaMCPSettings(BaseSettings):
     verifier_timeout_s: float = Field(
         default=120.0, gt=0, description="Wall-clock limit of one Python verifier run."
     )
+    keep_alive_s: int = Field(
+        default=120, ge=1, description="Seconds an idle HTTP keep-alive connection stays open."
+    )
     log_level: str = Field(default="warning", description="uvicorn / host log level.")
 
     @property
