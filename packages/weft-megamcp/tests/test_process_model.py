@@ -68,6 +68,10 @@ async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, 
         after = await _workers(host)
         assert len(after) == 2 and all(w["alive"] for w in after)
         assert victim["pid"] not in {w["pid"] for w in after}
+        stats = await client.stats()
+        mcp = next(v for v in stats["mcps"] if v["mcp"] == rec.mcp_id)
+        # The dead worker's calls come back from the adopted ledgers; its sessions count as crashed.
+        assert mcp["calls"] >= 6 and mcp["crashes"] >= 1
         ledger = await client.ledger(groups[0])
         assert ledger[rec.mcp_id][0].tool == "add_contact"
         snap = await client.snapshot(groups[1])

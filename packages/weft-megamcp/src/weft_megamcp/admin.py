@@ -184,8 +184,8 @@ def build_admin(core: HostCore) -> FastAPI:
         return {"group_id": group_id, "status": "released"}
 
     @r.post("/groups/{group_id}/adopt")
-    async def adopt(group_id: str) -> GroupInfo:
-        await core.adopt(group_id)
+    async def adopt(group_id: str, replay_metrics: bool = False) -> GroupInfo:
+        await core.adopt(group_id, replay_metrics=replay_metrics)
         return m.info(group_id)
 
     @r.get("/stats")

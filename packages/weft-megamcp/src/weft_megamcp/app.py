@@ -94,10 +94,17 @@ class HostCore:
     async def evict(self, group_id: str) -> None:
         await self.recovery.evict(group_id)
 
-    async def adopt(self, group_id: str) -> None:
-        """Take over a group after its worker died: fence the old owner, resume from checkpoints."""
+    async def adopt(self, group_id: str, *, replay_metrics: bool = False) -> None:
+        """Take over a group after its worker died: fence the old owner, resume from checkpoints.
+
+        `replay_metrics` counts the group's ledger into this process's statistics, for when the
+        process that served those calls is gone (crash, restart) rather than handing over.
+        """
         group = self.manager.adopt(group_id)
         await self.recovery.recover(group)
+        if replay_metrics:
+            for s in group.sessions.values():
+                self.metrics.observe_many(s.ledger.entries)
 
     def health(self) -> dict[str, Any]:
         """Liveness plus the disk/memory verdict: an unhealthy host takes no new placements."""
@@ -161,7 +168,7 @@ class HostCore:
         n = 0
         for gid in self.persisted_groups():
             try:
-                await self.adopt(gid)
+                await self.adopt(gid, replay_metrics=True)
                 n += 1
             except Exception:
                 log.exception("could not resume group %s", gid)

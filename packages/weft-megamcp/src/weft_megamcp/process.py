@@ -31,11 +31,13 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from weft_megamcp._session import token_sha
+from weft_megamcp._stats_merge import merge_reports
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
 from weft_megamcp.host import bind_socket, url_of, uvicorn_options
+from weft_megamcp.metrics import MetricsReport, render_prometheus
 from weft_megamcp.settings import MegaMCPSettings
 
 log = logging.getLogger("weft_megamcp.process")
@@ -130,6 +132,7 @@ class Master:
         self.policy = PlacementPolicy()
         self.group_sessions: dict[str, dict[str, str]] = {}  # group -> {session_id: mcp key}
         self.migrations = 0
+        self.crashes: list[tuple[str, int | None, str]] = []  # sessions whose worker died
 
     # ---- workers ------------------------------------------------------------------------------
 
@@ -226,12 +229,17 @@ class Master:
         event = asyncio.Event()
         self._replacing[index] = event
         log.warning("worker %d (pid %s) died; forking a replacement", index, dead.process.pid)
+        for gid in dead.groups:
+            for sid, key in self.group_sessions.get(gid, {}).items():
+                mcp, _, ver = key.rpartition("@")
+                self.crashes.append((mcp, int(ver) if ver.isdigit() else None, sid))
         try:
             new = await self._fork_worker(index)
             self.replacements += 1
             for gid in list(dead.groups):
                 resp = await self.http.post(
-                    f"{new.url}/admin/groups/{gid}/adopt", headers=self._admin_headers()
+                    f"{new.url}/admin/groups/{gid}/adopt?replay_metrics=true",
+                    headers=self._admin_headers(),
                 )
                 if resp.status_code == 200:
                     new.groups.add(gid)
@@ -307,7 +315,7 @@ class Master:
                     f"{s.mcp_id}@{s.version}" for s in group.sessions.values() if not s.dedicated
                 ]
                 worker = await self._place(keys)
-                url = f"{worker.url}/admin/groups/{gid}/adopt"
+                url = f"{worker.url}/admin/groups/{gid}/adopt?replay_metrics=true"
                 resp = await self.http.post(url, headers=self._admin_headers())
                 if resp.status_code != 200:
                     log.error("worker %d could not resume %s: %s", worker.index, gid, resp.text)
@@ -434,6 +442,12 @@ class Master:
             else:
                 await self._group_admin(scope, receive, send, path)
             return
+        if path in ("/admin/stats", "/admin/metrics"):
+            if not self._is_admin(scope):
+                await self._json(send, 401, {"detail": "admin token missing or wrong"})
+                return
+            await self._stats(send, prometheus=path.endswith("metrics"))
+            return
         if path.startswith("/admin") or path == "/health":
             await self.registry_app(scope, receive, send)
             return
@@ -444,6 +458,43 @@ class Master:
             k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
         }
         return bearer(headers) == self.admin_token
+
+    async def _stats(self, send: Send, *, prometheus: bool) -> None:
+        """Per MCP version and tool statistics of all workers (and worker crashes) in one report."""
+        reports = []
+        for w in list(self.workers.values()):
+            if not w.process.is_alive():
+                continue
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                data = (
+                    await self.http.get(f"{w.url}/admin/stats", headers=self._admin_headers())
+                ).json()
+                data.pop("groups", None)
+                reports.append(MetricsReport.model_validate(data))
+        report = merge_reports(reports, self.crashes)
+        if not prometheus:
+            await self._json(
+                send, 200, {"groups": len(self.group_worker), **report.model_dump(mode="json")}
+            )
+            return
+        gauges = {
+            "groups": len(self.group_worker),
+            "workers": sum(w.process.is_alive() for w in self.workers.values()),
+            "worker_replacements": self.replacements,
+            "migrations": self.migrations,
+        }
+        body = render_prometheus(report, gauges=gauges).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/plain; version=0.0.4"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
     def workers_info(self) -> list[dict[str, Any]]:
         return [
