@@ -112,11 +112,11 @@ class Composer:
     def sample(self, profile: Profile) -> _Job | None:
         """Sampling, coherence, composition and grounding of one candidate; None = rejected."""
         libs = self.sampler.libs
-        shape = self.sampler.shape(profile)
-        if shape is None:
+        picked = self.sampler.best_shape(profile)
+        if picked is None:
             self.reject("profile infeasible for these libraries")
             return None
-        candidates = self.sampler.candidates(shape)
+        shape, candidates = picked
         if not candidates:
             self.reject("no MCP combination fits the profile")
             return None

@@ -47,10 +47,14 @@ class Combination(BaseModel):
     features: dict[str, float] = Field(default_factory=dict)
 
 
-def _ranked(out: list[Combination]) -> list[Combination]:
+def _key(c: Combination) -> tuple[float, float]:
     # a combination whose data-holding MCPs share no business object cannot serve one
     # objective: the judge sees connected combinations first
-    return sorted(out, key=lambda c: (-c.features.get("connected", 0.0), -c.score))
+    return (-c.features.get("connected", 0.0), -c.score)
+
+
+def _ranked(out: list[Combination]) -> list[Combination]:
+    return sorted(out, key=_key)
 
 
 class CoverageSampler:
@@ -89,6 +93,23 @@ class CoverageSampler:
         return math.ceil(k * (1 + self.surplus))
 
     # ------------------------------------------------------------------ sampling
+    def best_shape(
+        self, profile: Profile, tries: int = 3
+    ) -> tuple[Shape, list[Combination]] | None:
+        """Of a few random shapes of the profile, the one whose best combination ranks highest, so
+        a shape only one overused corner of the library can serve does not keep winning."""
+        best: tuple[Shape, list[Combination]] | None = None
+        for _ in range(tries):
+            shape = self.shape(profile)
+            if shape is None:
+                return None
+            ranked = self.candidates(shape)
+            if (
+                ranked and (best is None or not best[1] or _key(ranked[0]) < _key(best[1][0]))
+            ) or best is None:
+                best = (shape, ranked)
+        return best
+
     def shape(self, profile: Profile) -> Shape | None:
         """A random (tasks, MCPs, domains) inside the profile that this library can serve."""
         n_mcps, n_domains = len(self.libs), len(self.domains)
@@ -152,8 +173,11 @@ class CoverageSampler:
         bundles = [self.libs[m].bundle for m in combo]
         doms = sorted({self.libs[m].domain for m in combo})
         connected = 1.0 if linked([b for b in bundles if b.entities.entities]) else 0.0
-        under = sum(1 / (1 + self.mcp_rate(m)) for m in combo) / len(combo)
-        under_dom = sum(1 / (1 + self.domain_rate(d)) for d in doms) / len(doms)
+        # usage relative to the library-wide mean rate, so the signal stays sharp as the corpus grows
+        mean_m = max(1e-9, sum(self.mcp_rate(m) for m in self.libs) / len(self.libs))
+        mean_d = max(1e-9, sum(self.domain_rate(d) for d in self.domains) / len(self.domains))
+        under = sum(1 / (1 + self.mcp_rate(m) / mean_m) for m in combo) / len(combo)
+        under_dom = sum(1 / (1 + self.domain_rate(d) / mean_d) for d in doms) / len(doms)
         shared = shared_entity_score(bundles)
         comp = complementary_score(bundles)
         red = redundancy_score(bundles)
