@@ -12,7 +12,7 @@ MAX_ERROR_CHARS = 500
 
 
 class Sanitizer:
-    """Replaces secrets (explicit strings) and absolute paths with neutral placeholders."""
+    """Replaces secrets (explicit strings) and absolute paths with neutral markers such as `<path>`."""
 
     def __init__(self, secrets: list[str] | None = None) -> None:
         self._secrets = sorted(
