@@ -172,7 +172,9 @@ class CoverageSampler:
         entities, complementary operations, functional redundancy, surplus capacity."""
         bundles = [self.libs[m].bundle for m in combo]
         doms = sorted({self.libs[m].domain for m in combo})
-        connected = 1.0 if linked([b for b in bundles if b.entities.entities]) else 0.0
+        core = [b for b in bundles if any(not e.reference_data for e in b.entities.entities)]
+        # no MCP holding business data (only reference lookups or a workspace): nothing to act on
+        connected = 1.0 if core and linked(core) else 0.0
         # usage relative to the library-wide mean rate, so the signal stays sharp as the corpus grows
         mean_m = max(1e-9, sum(self.mcp_rate(m) for m in self.libs) / len(self.libs))
         mean_d = max(1e-9, sum(self.domain_rate(d) for d in self.domains) / len(self.domains))
