@@ -172,3 +172,14 @@ async def test_serve_runs_a_bundle_over_streamable_http(
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_two_specs_with_the_same_name_get_two_bundles(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({**GOOD_SMALL, "tools": GOOD_SMALL["tools"][:2]}))
+    b.write_text(json.dumps({**GOOD_SMALL, "tools": GOOD_SMALL["tools"][:1]}))
+    out = tmp_path / "out"
+    assert main(["synth", str(a), str(b), "-o", str(out), "--quiet", "--rounds", "0"]) == 0
+    report = json.loads((out / "envsynth-report.json").read_text())
+    assert [r["slug"] for r in report["results"]] == ["notes", "notes_2"]
+    assert not (out / ".history").exists()

@@ -88,6 +88,10 @@ def id_argument_entity(arg: str, schema: Any = None) -> str | None:
     if len(ws) >= 2 and ws[-1] == "id":
         if schema is not None and schema_type(schema) not in {None, "string", "integer", "number"}:
             return None
+        if string_enum(
+            schema
+        ):  # 'languageId' with a fixed set of values is a category, not a reference
+            return None
         return "_".join(W.singular(w) for w in ws[:-1])
     return None
 

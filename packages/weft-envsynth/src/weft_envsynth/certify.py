@@ -61,7 +61,8 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
         first = next((t.reason for t in tools if t.reason), "no tool passed validation")
         return {"error": f"no tool could be certified (e.g. {first})", "work_dir": None}
     out = Path(state.out_dir)
-    final = out / state.spec.slug
+    name = state.bundle_name or state.spec.slug
+    final = out / name
     version = 1
     if (final / "manifest.json").exists():
         try:
@@ -90,7 +91,7 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
     for cache in work.rglob("__pycache__"):
         shutil.rmtree(cache, ignore_errors=True)
     manifest = EnvBundleManifest(
-        name=state.spec.slug,
+        name=name,
         domain=state.spec.domain,
         description=state.spec.description,
         spec_hash=state.spec.sealed().content_hash or "",
@@ -106,11 +107,11 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
         history = out / ".history"
         history.mkdir(parents=True, exist_ok=True)
         old_version = version - 1
-        dest = history / f"{state.spec.slug}-v{old_version}"
+        dest = history / f"{name}-v{old_version}"
         n = 1
         while dest.exists():
             n += 1
-            dest = history / f"{state.spec.slug}-v{old_version}.{n}"
+            dest = history / f"{name}-v{old_version}.{n}"
         final.rename(dest)
     work.rename(final)
     return {"manifest": manifest.sealed(), "bundle_path": str(final), "work_dir": None}

@@ -56,6 +56,7 @@ def synthesize_spec(
     *,
     llm: Any = None,
     rounds: int = 3,
+    bundle_name: str | None = None,
     source: str | None = None,
     checkpointer: Any = None,
     thread_id: str | None = None,
@@ -65,13 +66,14 @@ def synthesize_spec(
 
     t0 = time.perf_counter()
     out = Path(out_dir)
-    previous = out / spec.slug
+    previous = out / (bundle_name or spec.slug)
     state = EnvSynthState(
         spec=spec,
         out_dir=str(out),
         rounds=rounds,
         strategy=_model_name(llm),
         previous_bundle=str(previous) if (previous / "manifest.json").exists() else None,
+        bundle_name=bundle_name,
     )
     graph = build_envsynth_graph(llm, rounds=rounds, checkpointer=checkpointer)
     config: dict[str, Any] = {"recursion_limit": 20 + 6 * rounds}
@@ -83,7 +85,7 @@ def synthesize_spec(
         return SynthResult(
             source=src,
             name=spec.name,
-            slug=spec.slug,
+            slug=bundle_name or spec.slug,
             status="rejected",
             reason=final.error,
             tools_total=len(spec.tools),
@@ -96,7 +98,7 @@ def synthesize_spec(
     return SynthResult(
         source=src,
         name=spec.name,
-        slug=spec.slug,
+        slug=bundle_name or spec.slug,
         status="certified" if m.certified else "partial",
         bundle=final.bundle_path,
         tools_total=len(m.tools),
@@ -117,7 +119,12 @@ def load_spec(path: str | Path) -> tuple[MCPSpec, dict[str, str], list[str]]:
 
 
 def synthesize_file(
-    path: str | Path, out_dir: str | Path, *, model: str | None = None, rounds: int = 3
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    model: str | None = None,
+    rounds: int = 3,
+    bundle_name: str | None = None,
 ) -> SynthResult:
     """Load and synthesize one spec file; never raises (a failure becomes a result with a reason)."""
     from weft_core.exceptions import WeftError
@@ -144,7 +151,9 @@ def synthesize_file(
         )
     try:
         llm = _make_llm(model)
-        result = synthesize_spec(spec, out_dir, llm=llm, rounds=rounds, source=src)
+        result = synthesize_spec(
+            spec, out_dir, llm=llm, rounds=rounds, source=src, bundle_name=bundle_name
+        )
     except WeftError as exc:
         return SynthResult(
             source=src,
@@ -193,11 +202,14 @@ def synthesize_files(
     on_result: Callable[[SynthResult], None] | None = None,
 ) -> list[SynthResult]:
     """Synthesize many spec files, `jobs` at a time in worker processes; results in input order."""
-    paths = [str(p) for p in paths]
+    files = [str(p) for p in paths]
+    names = bundle_names(files)
     results: dict[int, SynthResult] = {}
     if jobs <= 1:
-        for i, p in enumerate(paths):
-            results[i] = synthesize_file(p, out_dir, model=model, rounds=rounds)
+        for i, p in enumerate(files):
+            results[i] = synthesize_file(
+                p, out_dir, model=model, rounds=rounds, bundle_name=names[i]
+            )
             if on_result:
                 on_result(results[i])
     else:
@@ -205,8 +217,10 @@ def synthesize_files(
         # Bundles are unloaded after validation, so a long-lived worker does not accumulate them.
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {
-                pool.submit(synthesize_file, p, out_dir, model=model, rounds=rounds): i
-                for i, p in enumerate(paths)
+                pool.submit(
+                    synthesize_file, p, out_dir, model=model, rounds=rounds, bundle_name=names[i]
+                ): i
+                for i, p in enumerate(files)
             }
             for fut in as_completed(futures):
                 i = futures[fut]
@@ -214,13 +228,32 @@ def synthesize_files(
                     results[i] = fut.result()
                 except Exception as exc:  # a worker died (memory, signal): record it and go on
                     results[i] = SynthResult(
-                        source=paths[i],
+                        source=files[i],
                         status="failed",
                         reason=f"worker died: {type(exc).__name__}: {exc}"[:300],
                     )
                 if on_result:
                     on_result(results[i])
-    return [results[i] for i in range(len(paths))]
+    return [results[i] for i in range(len(files))]
+
+
+def bundle_names(paths: list[str]) -> list[str | None]:
+    """Distinct bundle folder names for a batch: two different specs with the same name must not
+    be taken for two versions of one MCP, so later ones get `<slug>_2`, `<slug>_3`..."""
+    from weft_core.exceptions import WeftError
+
+    seen: dict[str, int] = {}
+    out: list[str | None] = []
+    for p in paths:
+        try:
+            slug = load_spec(p)[0].slug
+        except WeftError:
+            out.append(None)
+            continue
+        n = seen.get(slug, 0) + 1
+        seen[slug] = n
+        out.append(slug if n == 1 else f"{slug}_{n}")
+    return out
 
 
 def default_jobs() -> int:

@@ -129,7 +129,16 @@ def render_models(model: EntityModel, *, title: str) -> str:
         "from sqlmodel import Field, SQLModel",
         "",
         "",
-        "class Base(SQLModel, registry=registry()):",
+        "# Named constraints, so later schema revisions (alembic batch mode) can alter or drop them.",
+        "NAMING = {",
+        '    "ix": "ix_%(table_name)s_%(column_0_name)s",',
+        '    "uq": "uq_%(table_name)s_%(column_0_name)s",',
+        '    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",',
+        '    "pk": "pk_%(table_name)s",',
+        "}",
+        "",
+        "",
+        "class Base(SQLModel, registry=registry(metadata=sa.MetaData(naming_convention=NAMING))):",
         '    """Tables of this bundle only; a separate registry keeps equal table names of other bundles apart."""',
         "",
         "",
@@ -139,7 +148,7 @@ def render_models(model: EntityModel, *, title: str) -> str:
         cname = model_class(e.name)
         classes.append(cname)
         lines.append(f"class {cname}(Base, table=True):")
-        doc = (e.description or e.name).replace('"""', "'").replace("\\", "/").strip().splitlines()
+        doc = (e.description or e.name).replace('"', "'").replace("\\", "/").strip().splitlines()
         lines.append(f'    """{(doc[0] if doc else e.name)[:150]}"""')
         lines.append("")
         lines.append(f'    __tablename__ = "{e.name}"')

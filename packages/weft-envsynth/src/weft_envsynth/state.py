@@ -27,6 +27,10 @@ class EnvSynthState(BaseModel):
     previous_bundle: str | None = Field(
         default=None, description="An earlier version of this bundle, if any."
     )
+    bundle_name: str | None = Field(
+        default=None,
+        description="Folder name of the bundle under out_dir (default: the spec's slug).",
+    )
     rounds: int = Field(
         default=3, description="Revision budget (rounds after the first validation)."
     )

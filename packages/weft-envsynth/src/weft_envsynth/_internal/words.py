@@ -482,6 +482,16 @@ _RESERVED = {
     "model_post_init",
     "model_extra",
     "model_fields_set",
+    # names the generated class bodies use in annotations (a field 'str' would shadow the type)
+    "str",
+    "int",
+    "float",
+    "bool",
+    "list",
+    "sa",
+    # SQLite keywords that SQLAlchemy does not quote (found by trying every keyword as a name)
+    "nothing",
+    "returning",
 }
 
 
