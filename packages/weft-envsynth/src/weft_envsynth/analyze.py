@@ -104,7 +104,9 @@ def _norm_arg(arg: str) -> str:
     ident = W.identifier(arg)
     for prefix in ("new_", "updated_"):
         if ident.startswith(prefix) and len(ident) > len(prefix):
-            return ident[len(prefix) :]
+            rest = ident[len(prefix) :]
+            # 'new_str' must not become 'str' (a name the generated code needs)
+            return rest if W.identifier(rest) == rest else ident
     return ident
 
 
