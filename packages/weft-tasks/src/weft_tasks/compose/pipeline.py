@@ -162,8 +162,9 @@ class Composer:
     async def finish(self, job: _Job) -> TaskGraph | None:
         try:
             graph = await self._finish(job)
-        except WeftRuntimeError as exc:
-            # the host failed, not the task: count it, go on, and stop only if it keeps failing
+        except (WeftRuntimeError, OSError) as exc:
+            # the host (or the disk under it) failed, not the task: count it, go on, and stop
+            # only if it keeps failing
             self.reject("infrastructure error")
             self.diagnostics.append(f"{job.graph.id}: infrastructure: {exc}")
             self._infra_streak += 1
