@@ -1,4 +1,8 @@
-"""Composition tests run on libraries certified (in-process fake of MegaMCP) from the fixture bundles."""
+"""Composition and grounding tests share libraries certified from the fixture bundles.
+
+The libraries are certified by the atomic tests' in-process validator (the bundle's real server on a
+real SQLite copy, without a MegaMCP host) so these unit tests stay fast; E2E validation through a
+real MegaMCP host is covered by tests/atomic and tests/test_cli.py."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from typing import Any
 
 import pytest
 
-_ATOMIC = Path(__file__).resolve().parents[1] / "atomic" / "conftest.py"
+_ATOMIC = Path(__file__).resolve().parent / "atomic" / "conftest.py"
 
 
 def _atomic_conftest() -> Any:
