@@ -5,6 +5,7 @@ None means "no model": every LLM agent node then runs its programmatic strategy.
 
 from weft_core.llm._config import ModelConfig, parse_model_spec
 from weft_core.llm._factory import make_chat_model, make_chat_model_from_env
+from weft_core.llm._reply import reply_payload, reply_text
 from weft_core.llm._settings import ModelSettings, WeftLLMSettings
 
 __all__ = [
@@ -14,4 +15,6 @@ __all__ = [
     "make_chat_model",
     "make_chat_model_from_env",
     "parse_model_spec",
+    "reply_payload",
+    "reply_text",
 ]

@@ -9,7 +9,6 @@ so tests exercise a node's handling of a model that answers wrongly).
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,6 +21,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from weft_core.exceptions import WeftRuntimeError
+from weft_core.llm._reply import reply_payload
 
 ScriptItem = (
     BaseMessage
@@ -30,8 +30,6 @@ ScriptItem = (
     | BaseException
     | Callable[[list[BaseMessage]], "BaseMessage | str | dict[str, Any]"]
 )
-
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
 class ScriptExhaustedError(WeftRuntimeError):
@@ -62,22 +60,12 @@ def _message_text(message: BaseMessage) -> str:
 
 
 def _extract_json(text: str) -> Any:
-    stripped = text.strip()
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
     try:
-        return json.loads(stripped)
+        return reply_payload(text)
     except ValueError:
-        pass
-    # Models often wrap the object in prose; take the outermost braces.
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if start != -1 and end > start:
-        try:
-            return json.loads(stripped[start : end + 1])
-        except ValueError:
-            pass
-    raise OutputParserException(f"model reply is not JSON: {text[:200]!r}", llm_output=text)
+        raise OutputParserException(
+            f"model reply is not JSON: {text[:200]!r}", llm_output=text
+        ) from None
 
 
 def _parse_structured(message: BaseMessage, schema: Any) -> Any:

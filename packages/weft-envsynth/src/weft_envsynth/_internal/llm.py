@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
+from weft_core.llm import reply_payload
 from weft_core.models import MCPSpec
 
 T = TypeVar("T", bound=BaseModel)
@@ -28,9 +28,6 @@ class StructuredChatModel(Protocol):
     def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-
-
 def spec_digest(spec: MCPSpec, *, limit: int = 12000) -> str:
     """The spec as compact JSON for a prompt (cut at `limit` characters)."""
     data = {
@@ -44,16 +41,6 @@ def spec_digest(spec: MCPSpec, *, limit: int = 12000) -> str:
     }
     text = json.dumps(data, separators=(",", ":"))
     return text[:limit]
-
-
-def _parse_json_text(text: str) -> Any:
-    m = _FENCE.search(text)
-    if m:
-        text = m.group(1)
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        raise ValueError("no JSON object in the model's reply")
-    return json.loads(text[start:])
 
 
 def ask_structured(llm: Any, schema: type[T], prompt: str) -> tuple[T | None, str | None]:
@@ -89,13 +76,7 @@ def ask_structured(llm: Any, schema: type[T], prompt: str) -> tuple[T | None, st
     try:
         if raw is None:
             raw = llm.invoke(prompt)
-        calls = getattr(raw, "tool_calls", None) or []
-        if calls:
-            return schema.model_validate(calls[0]["args"]), None
-        content = getattr(raw, "content", raw)
-        if isinstance(content, list):
-            content = "".join(c.get("text", "") if isinstance(c, dict) else str(c) for c in content)
-        return schema.model_validate(_parse_json_text(str(content))), None
+        return schema.model_validate(reply_payload(raw)), None
     except ValidationError as exc:
         return None, f"schema violation: {exc.errors()[0]['msg']}"
     except Exception as exc:

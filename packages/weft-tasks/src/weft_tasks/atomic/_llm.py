@@ -9,31 +9,16 @@ conversation would correct it; after the retries an `LLMOutputError` names what 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
+from weft_core.llm import reply_payload
 from weft_tasks.exceptions import LLMOutputError
 
 M = TypeVar("M", bound=BaseModel)
-
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
-
-def _payload(message: BaseMessage) -> Any:
-    if isinstance(message, AIMessage) and message.tool_calls:
-        return message.tool_calls[0]["args"]
-    text = message.content if isinstance(message.content, str) else json.dumps(message.content)
-    fenced = _FENCE.search(text)
-    if fenced:
-        text = fenced.group(1)
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        raise ValueError("the answer holds no JSON object")
-    return json.loads(text[start:].strip().rstrip("`"))
 
 
 def ask_structured(
@@ -61,7 +46,7 @@ def ask_structured(
     for _ in range(retries + 1):
         reply = model.invoke(messages)
         try:
-            return schema.model_validate(_payload(reply))
+            return schema.model_validate(reply_payload(reply))
         except (ValueError, ValidationError) as exc:
             last_error = _short(exc)
             messages += [
