@@ -7,6 +7,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from weft_core.models import Disclosure
+from weft_core.testing import tool_call_message
 from weft_tasks.harness import (
     Harness,
     HarnessConfigError,
@@ -106,39 +107,18 @@ async def test_teacher_takes_one_node_per_simuser_turn(graph, endpoints):
 async def test_react_with_a_scripted_model_completes_the_task(graph, endpoints, scripted):
     model = scripted(
         [
-            AIMessage(
-                "",
-                tool_calls=[
-                    {
-                        "id": "c1",
-                        "name": "crm_get_customer_by_email",
-                        "args": {"email": "ada@example.com"},
-                    }
-                ],
+            tool_call_message("crm_get_customer_by_email", {"email": "ada@example.com"}, id="c1"),
+            tool_call_message(
+                "crm_update_customer_tier", {"customer_id": 1, "tier": "gold"}, id="c2"
             ),
-            AIMessage(
-                "",
-                tool_calls=[
-                    {
-                        "id": "c2",
-                        "name": "crm_update_customer_tier",
-                        "args": {"customer_id": 1, "tier": "gold"},
-                    }
-                ],
-            ),
-            AIMessage(
-                "",
-                tool_calls=[
-                    {
-                        "id": "c3",
-                        "name": "helpdesk_create_ticket",
-                        "args": {
-                            "customer_email": "ada@example.com",
-                            "subject": "Gold tier upgrade",
-                            "priority": "high",
-                        },
-                    }
-                ],
+            tool_call_message(
+                "helpdesk_create_ticket",
+                {
+                    "customer_email": "ada@example.com",
+                    "subject": "Gold tier upgrade",
+                    "priority": "high",
+                },
+                id="c3",
             ),
             AIMessage("Ada is now gold and ticket 2 is open."),
         ]
@@ -162,36 +142,13 @@ async def test_react_with_a_scripted_model_completes_the_task(graph, endpoints, 
 async def test_react_sees_tool_errors_and_recovers_within_the_turn(graph, endpoints, scripted):
     model = scripted(
         [
-            AIMessage(
-                "",
-                tool_calls=[
-                    {
-                        "id": "c1",
-                        "name": "crm_get_customer_by_email",
-                        "args": {"email": "nobody@example.com"},
-                    }
-                ],
+            tool_call_message(
+                "crm_get_customer_by_email", {"email": "nobody@example.com"}, id="c1"
             ),
-            AIMessage(
-                "",
-                tool_calls=[
-                    {
-                        "id": "c2",
-                        "name": "crm_get_customer_by_email",
-                        "args": {"email": "ada@example.com"},
-                    }
-                ],
-            ),
+            tool_call_message("crm_get_customer_by_email", {"email": "ada@example.com"}, id="c2"),
             AIMessage("Found Ada, id 1."),
-            AIMessage(
-                "",
-                tool_calls=[
-                    {
-                        "id": "c3",
-                        "name": "crm_update_customer_tier",
-                        "args": {"customer_id": 1, "tier": "gold"},
-                    }
-                ],
+            tool_call_message(
+                "crm_update_customer_tier", {"customer_id": 1, "tier": "gold"}, id="c3"
             ),
             AIMessage("Upgraded."),
         ]

@@ -4,6 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from weft_core.models import Disclosure, ViewMode
+from weft_core.testing import tool_call_message
 from weft_tasks.harness import ReActHarness, ReferenceChainTeacher
 from weft_tasks.rollout import (
     INFRA_PREFIX,
@@ -27,41 +28,18 @@ def _plan(graph, mode="agentic", disclosure="full", harness="teacher"):
 
 def _good_script():
     return [
-        AIMessage(
-            "",
-            tool_calls=[
-                {
-                    "id": "c1",
-                    "name": "crm_get_customer_by_email",
-                    "args": {"email": "ada@example.com"},
-                }
-            ],
-        ),
+        tool_call_message("crm_get_customer_by_email", {"email": "ada@example.com"}, id="c1"),
         AIMessage("Ada Lovelace has customer id 1."),
-        AIMessage(
-            "",
-            tool_calls=[
-                {
-                    "id": "c2",
-                    "name": "crm_update_customer_tier",
-                    "args": {"customer_id": 1, "tier": "gold"},
-                }
-            ],
-        ),
+        tool_call_message("crm_update_customer_tier", {"customer_id": 1, "tier": "gold"}, id="c2"),
         AIMessage("Done, she is gold now."),
-        AIMessage(
-            "",
-            tool_calls=[
-                {
-                    "id": "c3",
-                    "name": "helpdesk_create_ticket",
-                    "args": {
-                        "customer_email": "ada@example.com",
-                        "subject": "Gold tier upgrade",
-                        "priority": "high",
-                    },
-                }
-            ],
+        tool_call_message(
+            "helpdesk_create_ticket",
+            {
+                "customer_email": "ada@example.com",
+                "subject": "Gold tier upgrade",
+                "priority": "high",
+            },
+            id="c3",
         ),
         AIMessage("Ticket 2 is open."),
     ]
@@ -112,15 +90,8 @@ async def test_a_scripted_wrong_action_fails_its_checkpoint(megamcp, scripted):
     client, graph = megamcp
     script = _good_script()
     # The policy upgrades the wrong customer (Alan, id 2): the tier checkpoint must fail.
-    script[2] = AIMessage(
-        "",
-        tool_calls=[
-            {
-                "id": "c2",
-                "name": "crm_update_customer_tier",
-                "args": {"customer_id": 2, "tier": "gold"},
-            }
-        ],
+    script[2] = tool_call_message(
+        "crm_update_customer_tier", {"customer_id": 2, "tier": "gold"}, id="c2"
     )
     trace = await run_rollout(
         _plan(graph, "simuser", "full", "react"),
@@ -141,15 +112,8 @@ async def test_a_scripted_wrong_action_fails_its_checkpoint(megamcp, scripted):
 async def test_tool_errors_are_the_policys_and_are_counted(megamcp, scripted):
     client, graph = megamcp
     script = [
-        AIMessage(
-            "",
-            tool_calls=[
-                {
-                    "id": "c0",
-                    "name": "crm_update_customer_tier",
-                    "args": {"customer_id": 1, "tier": "platinum"},
-                }
-            ],
+        tool_call_message(
+            "crm_update_customer_tier", {"customer_id": 1, "tier": "platinum"}, id="c0"
         ),
         *_good_script(),
     ]
@@ -442,15 +406,8 @@ async def test_a_host_side_timeout_in_the_ledger_is_retried_in_a_fresh_group(tmp
             if len(attempts) == 1:
                 return ScriptedChatModel(
                     [
-                        AIMessage(
-                            "",
-                            tool_calls=[
-                                {
-                                    "id": "s1",
-                                    "name": "crm_get_customer_by_email",
-                                    "args": {"email": "slow@example.com"},
-                                }
-                            ],
+                        tool_call_message(
+                            "crm_get_customer_by_email", {"email": "slow@example.com"}, id="s1"
                         ),
                         "The system seems slow.",
                     ]
