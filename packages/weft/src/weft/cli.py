@@ -3,6 +3,9 @@
     weft run CONFIG [--model SPEC] [--out DIR] [--quiet]   run the pipeline a TOML config describes
     weft demo [--model SPEC] [--out DIR] [--quiet]         run it on examples/ (no model needed)
     weft verify PATH                                       check a traces JSONL (or a run's OUT folder)
+    weft report RUN_DIR [-o report.html]                   write the run's HTML report
+
+`weft demo` ends by writing OUT/report.html and printing its path.
 
 Errors of the input (a bad config, a spec that matches nothing) and of the run are printed as one
 line; the exit code is 2 for input errors, 1 for runtime failures.
@@ -60,7 +63,22 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no progress bars or tables")
     v = sub.add_parser("verify", help="check traces: hashes, ledger agreement, verifier outcomes")
     v.add_argument("path", type=Path, help="traces.jsonl, or the OUT folder of a run")
+    r = sub.add_parser("report", help="write one self-contained HTML report of a run folder")
+    r.add_argument("run_dir", type=Path, help="the OUT folder of `weft run` / `weft demo`")
+    r.add_argument(
+        "-o", "--out", type=Path, default=None, help="HTML file (default RUN_DIR/report.html)"
+    )
     return parser
+
+
+def write_report(run_dir: Path, out: Path | None = None) -> Path:
+    from weft.report import build_report
+
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir}: no such run folder")
+    path = build_report(run_dir, out)
+    print(f"report: {path}")
+    return path
 
 
 def verify_traces(path: Path) -> int:
@@ -139,12 +157,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "verify":
             return verify_traces(args.path)
+        if args.command == "report":
+            write_report(args.run_dir, args.out)
+            return 0
         config = _configure(args)
         from weft.pipeline import run_pipeline
         from weft.summary import print_summary
 
         summary = asyncio.run(run_pipeline(config, model=args.model))
         print_summary(summary)
+        if args.command == "demo":
+            write_report(Path(summary.out_dir))
     except UserError as exc:
         fail(f"weft: {exc}")
         return 2
