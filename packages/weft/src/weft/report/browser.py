@@ -9,6 +9,7 @@ download, while this needs nothing but the system's `chromium` and a few protoco
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -168,6 +169,7 @@ class Chromium:
         self._profile: tempfile.TemporaryDirectory[str] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._ws: ClientConnection | None = None
+        self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Page:
         self._profile = tempfile.TemporaryDirectory(prefix="weft-chromium-")
@@ -191,7 +193,9 @@ class Chromium:
             )
             with urllib.request.urlopen(req, timeout=30) as resp:
                 target = json.loads(resp.read())
-            self._ws = connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=30)
+            self._ws = self._stack.enter_context(
+                connect(target["webSocketDebuggerUrl"], max_size=None, open_timeout=30)
+            )
         except BaseException:
             self._stop()
             raise
@@ -220,8 +224,7 @@ class Chromium:
         raise BrowserError(f"chromium did not open its DevTools port in {timeout:.0f}s")
 
     def _stop(self) -> None:
-        if self._ws is not None:
-            self._ws.close()
+        self._stack.close()
         if self._proc is not None and self._proc.poll() is None:
             self._proc.terminate()
             try:

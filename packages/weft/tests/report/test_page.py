@@ -1,0 +1,43 @@
+import re
+
+from weft.cli import main
+from weft.report import build_report, load_run, render_report
+
+
+def test_the_page_is_self_contained(run_dir):
+    html = render_report(load_run(run_dir))
+    # nothing is fetched at view time: no src/href to another resource
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert "<link" not in html and "@import" not in html
+    assert html.count('<figure class="weft-figure"') == 8
+    assert 'data-figure="evolution" data-state="missing"' in html
+    assert "Not in this run: no evolve/rounds.json." in html
+    assert 'id="weft-index"' in html and 'id="weft-blobs"' in html and 'id="viewer"' in html
+
+
+def test_script_end_tags_in_data_cannot_break_the_page(run_dir):
+    run = load_run(run_dir)
+    run.tasks[0].objective = "</script><script>alert(1)</script>"
+    html = render_report(run)
+    # only the page's own three script elements end
+    assert html.count("</script>") == 3
+
+
+def test_a_run_with_only_reference_rollouts_says_so(run_dir):
+    run = load_run(run_dir)
+    run.traces = [t for t in run.traces if t.model == "reference-chain"]
+    assert 'id="reference-notice"' in render_report(run)
+    assert 'id="reference-notice"' not in render_report(load_run(run_dir))
+
+
+def test_build_report_writes_next_to_the_run_by_default(run_dir):
+    path = build_report(run_dir)
+    assert path == run_dir / "report.html" and path.stat().st_size > 10_000
+
+
+def test_the_report_command(run_dir, tmp_path, capsys):
+    out = tmp_path / "x" / "r.html"
+    assert main(["report", str(run_dir), "-o", str(out)]) == 0
+    assert out.exists() and f"report: {out}" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    assert "no such run folder" in capsys.readouterr().err
