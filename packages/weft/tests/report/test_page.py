@@ -41,3 +41,16 @@ def test_the_report_command(run_dir, tmp_path, capsys):
     assert out.exists() and f"report: {out}" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "nope")]) == 2
     assert "no such run folder" in capsys.readouterr().err
+
+
+def test_weft_demo_ends_by_writing_the_report(run_dir, monkeypatch, capsys):
+    # Wiring only: the pipeline itself is exercised by test_browser's slow demo run.
+    from weft.summary import PipelineSummary
+
+    async def finished_run(config, model=None):
+        return PipelineSummary.model_validate_json((run_dir / "summary.json").read_text())
+
+    monkeypatch.setattr("weft.pipeline.run_pipeline", finished_run)
+    assert main(["demo", "--out", str(run_dir), "--quiet"]) == 0
+    assert f"report: {run_dir / 'report.html'}" in capsys.readouterr().out
+    assert (run_dir / "report.html").exists()

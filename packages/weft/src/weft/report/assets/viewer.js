@@ -63,6 +63,7 @@
           {
             class: "task-item" + (i === selected ? " selected" : ""),
             "data-task": id,
+            "data-index": i,
             onclick: () => openTask(i),
           },
           el("b", { text: id }),
@@ -307,9 +308,16 @@
   }
 
   // ----------------------------------------------------------------- navigation
-  async function openTask(i, rolloutId) {
+  function select(i) {
+    // Only the highlight moves; rebuilding a 1,000-row list on every click would not be free.
+    for (const b of list.querySelectorAll(".task-item.selected")) b.classList.remove("selected");
     selected = i;
-    renderList();
+    const row = list.querySelector(`.task-item[data-index="${i}"]`);
+    if (row) row.classList.add("selected");
+  }
+
+  async function openTask(i, rolloutId) {
+    select(i);
     const task = await loadTask(i);
     renderTask(i, task);
     const k = rolloutId ? task.rollouts.findIndex((r) => r.id === rolloutId) : -1;
