@@ -58,7 +58,9 @@ def to_svg(fig: MplFigure, key: str) -> str:
 
 
 def _figure(rows: int = 1, cols: int = 1, height: float = 3.2, width: float = 10.0) -> Any:
-    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(width, height), squeeze=False, layout="constrained"
+    )
     for ax in axes.flat:
         ax.spines[["top", "right"]].set_visible(False)
     return fig, axes
@@ -256,7 +258,21 @@ def rollouts(run: RunData) -> Figure:
     ax.set_yticks(list(ys), [f"{c.label}  (n={c.rollouts})" for c in cells], fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_xlabel("rate")
-    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(color=POLICY, label="checkpoint pass rate"),
+        Patch(color=POLICY, alpha=0.55, label="task success"),
+        Patch(facecolor=REFERENCE, hatch="//", label="reference (answer key)"),
+    ]
+    ax.legend(
+        handles=handles,
+        frameon=False,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=3,
+        fontsize=8,
+    )
     if all(c.reference for c in cells):
         f.caption += " Every rollout of this run is a reference run."
     f.svg = to_svg(fig, f.key)
@@ -283,6 +299,8 @@ def _error_panel(ax: Any, rows: list[ErrorRate], title: str) -> None:
     )
     ax.set_xlabel("tool-error rate")
     ax.set_title(title, fontsize=9)
+    if not any(r.errors or r.reference_errors for r in rows):
+        ax.text(0.5, 0.5, "no tool errors", transform=ax.transAxes, ha="center", color="#6b7785")
     ax.set_xlim(0, max([0.05] + [r.rate for r in shown] + [r.reference_rate for r in shown]) * 1.1)
 
 

@@ -173,7 +173,7 @@
                   (inp.from ? ` (${inp.from})` : "") + (inp.value ? ` = ${inp.value}` : ""))
               )
             ),
-            el("ul", {}, n.checks.map(([id, kind, d]) => el("li", { text: `${id} ${kind}: ${d}` }))),
+            el("ul", {}, n.checks.map(([id, kind, d]) => el("li", { text: `${id} ${kind}` + (d ? `: ${d}` : "") }))),
           ])
         ),
         el("h3", { text: "Edges" }),
