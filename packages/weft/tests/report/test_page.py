@@ -1,3 +1,4 @@
+import json
 import re
 
 from weft.cli import main
@@ -17,10 +18,13 @@ def test_the_page_is_self_contained(run_dir):
 
 def test_script_end_tags_in_data_cannot_break_the_page(run_dir):
     run = load_run(run_dir)
-    run.tasks[0].objective = "</script><script>alert(1)</script>"
+    run.tasks[0].id = "x<!--<script></script>"
     html = render_report(run)
-    # only the page's own three script elements end
-    assert html.count("</script>") == 3
+    # only the page's own three script elements end, and no comment opens inside one
+    assert html.count("</script>") == 3 and "<!--" not in html
+    start = html.index('id="weft-index">') + len('id="weft-index">')
+    index = json.loads(html[start : html.index("</script>", start)])
+    assert index[0][0] == "x<!--<script></script>"
 
 
 def test_a_run_with_only_reference_rollouts_says_so(run_dir):

@@ -20,8 +20,10 @@ def _asset(name: str) -> str:
 
 
 def _script_json(value: Any) -> str:
-    # "</" would end the <script> element early; "<\/" is the same JSON string.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    # "</" would end the <script> element early and "<!--" would change how it is parsed;
+    # "<\/" and "<\u0021--" are the same JSON strings.
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
 
 
 def _cards(run: RunData) -> str:
