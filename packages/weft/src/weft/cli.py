@@ -72,12 +72,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
-    from weft.report import build_report
+    from weft.report import load_run
+    from weft.report.page import write_report_of
 
     if not run_dir.is_dir():
         raise ConfigError(f"{run_dir}: no such run folder")
-    path = build_report(run_dir, out)
+    run = load_run(run_dir)
+    path = write_report_of(run, out)
     print(f"report: {path}")
+    if run.problems:
+        print(
+            f"weft report: {len(run.problems)} thing(s) in {run_dir} could not be read; "
+            "the report lists them",
+            file=sys.stderr,
+        )
     return path
 
 

@@ -101,3 +101,16 @@ def test_curves_and_rounds_are_drawn_with_reference_runs_marked(run_dir):
     assert "Reference runs: teacher-sft." in training.caption
     evolution = figures["evolution"]
     assert evolution.svg and "revisions" in evolution.svg and "environment" in evolution.svg
+
+
+def test_a_figure_that_cannot_be_drawn_costs_only_itself(run_dir, monkeypatch):
+    from weft.report import figures
+
+    def broken(run):
+        raise ValueError("bad bins")
+
+    broken.__name__ = "tasks"
+    monkeypatch.setattr(figures, "FIGURES", [figures.environments, broken])
+    drawn = figures.all_figures(load_run(run_dir))
+    assert drawn[0].svg and drawn[1].svg is None
+    assert drawn[1].missing == "could not be drawn (ValueError: bad bins)"

@@ -42,7 +42,9 @@ def test_build_report_writes_next_to_the_run_by_default(run_dir):
 def test_the_report_command(run_dir, tmp_path, capsys):
     out = tmp_path / "x" / "r.html"
     assert main(["report", str(run_dir), "-o", str(out)]) == 0
-    assert out.exists() and f"report: {out}" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert out.exists() and f"report: {out}" in captured.out
+    assert "1 thing(s) in" in captured.err  # the torn traces line
     assert main(["report", str(tmp_path / "nope")]) == 2
     assert "no such run folder" in capsys.readouterr().err
 

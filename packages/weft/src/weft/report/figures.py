@@ -417,5 +417,18 @@ FIGURES: list[Callable[[RunData], Figure]] = [
 ]
 
 
+def _safe(make: Callable[[RunData], Figure], run: RunData) -> Figure:
+    try:
+        return make(run)
+    except Exception as exc:  # one figure that cannot be drawn must not cost the report
+        plt.close("all")
+        return Figure(
+            key=make.__name__,
+            title=make.__name__.replace("_", " ").capitalize(),
+            caption="",
+            missing=f"could not be drawn ({type(exc).__name__}: {exc})",
+        )
+
+
 def all_figures(run: RunData) -> list[Figure]:
-    return [make(run) for make in FIGURES]
+    return [_safe(make, run) for make in FIGURES]

@@ -116,10 +116,14 @@ and the state each turn changed.</p>
 def build_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write the report of the run folder `run_dir` (default `run_dir/report.html`); returns
     its path. Raises FileNotFoundError when `run_dir` is not a folder."""
-    run = load_run(run_dir)
-    target = out if out is not None else run_dir / "report.html"
+    return write_report_of(load_run(run_dir), out)
+
+
+def write_report_of(run: RunData, out: Path | None = None) -> Path:
+    """Write the report of an already loaded run (default `run.root/report.html`)."""
     from weft_core.models import atomic_write_text
 
+    target = out if out is not None else run.root / "report.html"
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, render_report(run))
     return target
