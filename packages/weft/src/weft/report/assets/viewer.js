@@ -279,7 +279,11 @@
           el("ul", {}, r.discarded.map((d) => el("li", { text: `${d.messages} messages, ${d.infrastructure_retries} retries: ${d.error || "no error recorded"}` }))))
       );
     }
-    let covered = 0;
+    const first = r.segments.length ? Math.min(...r.segments.map((s) => s.start)) : r.messages.length;
+    if (first > 0) {
+      parts.push(el("section", { class: "turn" }, el("h4", { text: "Before the first atomic turn" }), r.messages.slice(0, first).map(message)));
+    }
+    let covered = first;
     r.segments.forEach((seg, t) => {
       const n = node[seg.node];
       const ok = seg.outcome ? seg.outcome.every((o) => o[2]) : false;
@@ -300,6 +304,7 @@
     if (covered < r.messages.length) {
       parts.push(el("section", { class: "turn" }, el("h4", { text: "After the last checkpoint" }), r.messages.slice(covered).map(message)));
     }
+    if (!r.segments.length) parts.push(el("p", { class: "fail", text: "no atomic turn was recorded for this rollout" }));
     parts.push(el("h4", { text: "Final verification" }), checks(r.final));
     const pane = $("#rollout-pane");
     pane.replaceChildren(...parts);
