@@ -429,6 +429,7 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
         RolloutRow(
             view=c.view,
             harness=c.harness,
+            policy=c.policy,
             rollouts=c.rollouts,
             checkpoint_pass_rate=c.checkpoint_pass_rate,
             task_success_rate=c.task_success_rate,

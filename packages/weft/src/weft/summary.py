@@ -21,6 +21,9 @@ class MCPRow(BaseModel):
 class RolloutRow(BaseModel):
     view: str
     harness: str
+    policy: str = Field(
+        default="", description="Model name, or 'reference' when it read the answer key."
+    )
     rollouts: int
     checkpoint_pass_rate: float
     task_success_rate: float
@@ -83,6 +86,7 @@ def print_summary(summary: PipelineSummary) -> None:
         [
             "view",
             "harness",
+            "policy",
             "n",
             "ckpt pass",
             "success",
@@ -93,6 +97,7 @@ def print_summary(summary: PipelineSummary) -> None:
             [
                 r.view,
                 r.harness,
+                r.policy,
                 r.rollouts,
                 f"{r.checkpoint_pass_rate:.0%}",
                 f"{r.task_success_rate:.0%}",
@@ -103,6 +108,11 @@ def print_summary(summary: PipelineSummary) -> None:
         ],
     )
     console = get_console()
+    if any(r.policy == "reference" for r in summary.rollouts):
+        console.print(
+            "policy 'reference' read the tasks' reference calls (no model configured): its rates "
+            "check the pipeline, they are not a policy's result"
+        )
     console.print(
         f"MCPs certified: {summary.mcps_certified}/{len(summary.mcps)}  |  composed tasks: "
         f"{sum(summary.tasks_by_profile.values())}  |  traces verified against their ledger: "
