@@ -6,6 +6,11 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import torch
+
+# Tiny models on a shared 2-core machine: one intra-op thread is ~10x faster than two that fight
+# the other processes for the cores.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
