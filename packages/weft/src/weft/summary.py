@@ -45,6 +45,9 @@ class PipelineSummary(BaseModel):
     )
     trace_problems: list[str] = Field(default_factory=list)
     traces_path: str | None = None
+    sft: dict[str, Any] | None = Field(
+        default=None, description="The sft stage's outcome (accepted rows, teacher cost)."
+    )
     stages: dict[str, str] = Field(
         default_factory=dict, description="Stage -> 'ran' | 'cached' | 'skipped: why'."
     )
@@ -118,6 +121,12 @@ def print_summary(summary: PipelineSummary) -> None:
         f"{sum(summary.tasks_by_profile.values())}  |  traces verified against their ledger: "
         f"{summary.traces_verified}/{summary.traces}  |  {summary.seconds:.0f}s"
     )
+    if summary.sft:
+        teacher = "reference (answer key)" if summary.sft.get("reference_teacher") else "model"
+        console.print(
+            f"sft: {summary.sft['accepted']}/{summary.sft['tasks']} trajectories accepted, "
+            f"{summary.sft['teacher_calls']} teacher calls ({teacher}) -> {summary.sft['rows_path']}"
+        )
     console.print("stages: " + ", ".join(f"{k} {v}" for k, v in summary.stages.items()))
     if summary.traces_path:
         console.print(f"traces: {summary.traces_path}")

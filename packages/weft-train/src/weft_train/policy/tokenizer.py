@@ -1,8 +1,11 @@
 """A byte-level BPE tokenizer built locally with the `tokenizers` library (no download).
 
 The base vocabulary is the 256 byte symbols of GPT-2's byte-level alphabet, so every string encodes;
-`merges` optionally learnt from a corpus shorten sequences (a few hundred merges halve the length of
-JSON tool traffic). Special tokens follow Qwen's names so the same template shape works for both.
+`merges` optionally learnt from a corpus shorten sequences. Learnt merges may cross word boundaries
+(no regex pre-split): a tool block or system prompt repeated in every row then becomes a handful of
+tokens, which is what lets a CPU train on whole trajectories. Special and tool tokens still split
+the text, so a message's tokens never depend on its neighbours. Special tokens follow Qwen's names
+so the same template shape works for both.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ def build_tokenizer(
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     if corpus is not None and merges > 0:
         tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
         trainer = trainers.BpeTrainer(
             vocab_size=len(alphabet) + len(SPECIAL_TOKENS) + merges,
             initial_alphabet=alphabet,
             special_tokens=SPECIAL_TOKENS,
             show_progress=False,
+            max_token_length=64,
         )
         tok.train_from_iterator(corpus, trainer=trainer)
     else:
