@@ -5,7 +5,7 @@
 
 The teacher is stochastic and real: a from-scratch Qwen3 policy warmed up for a few SFT epochs on
 reference trajectories of the same tasks, served by `weft-train serve`'s app on 127.0.0.1 and called
-as a `vllm:` chat model at temperature 1. Both methods sample every task against a real MegaMCP host
+as a `vllm:` chat model at temperature 0.7 (the SimUser speaks as in the warm-up rows). Both methods sample every task against a real MegaMCP host
 with the server-side checkpoint verifier; prefix-preserving restores the pre-turn snapshot and
 resamples only the failed turn (up to k extra samples per turn), end-to-end restarts the whole task
 from its initial state (up to k extra tries). Reported per method and k: accepted trajectories,
@@ -66,7 +66,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     t1 = time.perf_counter()
                     got = [
-                        await sample_trajectory(g, client, teacher, config, seed=f"{g.id}:{k}")
+                        await sample_trajectory(g, client, teacher, config, seed=g.id)
                         for g in graphs
                     ]
                     accepted = [t for t in got if t.accepted]
@@ -108,7 +108,7 @@ def main() -> int:
     ap.add_argument("--merges", type=int, default=600)
     ap.add_argument("--warmup-epochs", type=int, default=12)
     ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--temperature", type=float, default=1.0)
+    ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--data-seed", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None)
