@@ -30,6 +30,7 @@ def test_defaults_and_relative_paths(tmp_path):
     assert config.spec_files() == [(tmp_path / "a.json").resolve()]
     assert config.out_dir == (tmp_path / "o").resolve()
     assert config.rollouts.harnesses == ["teacher", "react"]
+    assert not config.sft.enabled and config.sft.method == "prefix"
 
 
 @pytest.mark.parametrize(
@@ -39,6 +40,8 @@ def test_defaults_and_relative_paths(tmp_path):
         ("[rollouts]\nconcurrency = 0\n", "rollouts.concurrency"),
         ("[pipeline]\nspecz = []\n", "pipeline.specz"),
         ("[pipeline\n", "not valid TOML"),
+        ('[sft]\nmethod = "greedy"\n', "sft.method"),
+        ("[sft]\nk = -1\n", "sft.k"),
     ],
 )
 def test_bad_configs_name_the_key(tmp_path, text, fragment):

@@ -112,6 +112,21 @@ class RolloutsSection(_Section):
         return out
 
 
+class SftSection(_Section):
+    enabled: bool = Field(default=False, description="Run the sft stage after the rollouts.")
+    method: Literal["prefix", "end_to_end"] = Field(
+        default="prefix",
+        description="Prefix-preserving rejection sampling or the end-to-end baseline.",
+    )
+    k: int = Field(default=2, ge=0, description="Extra samples per failed turn (or whole task).")
+    max_steps_per_turn: int = Field(default=6, ge=1, description="Teacher calls per turn.")
+    policy: str = Field(
+        default="", description="Local model folder to fine-tune on the data; empty = data only."
+    )
+    epochs: int = Field(default=3, ge=1, description="SFT epochs when `policy` is set.")
+    lr: float = Field(default=2e-3, gt=0, description="SFT learning rate when `policy` is set.")
+
+
 class MegaMCPSection(_Section):
     url: str = Field(
         default="", description="A running MegaMCP host; empty = embedded host in out/megamcp."
@@ -124,6 +139,7 @@ class PipelineConfig(_Section):
     envsynth: EnvsynthSection = Field(default_factory=EnvsynthSection)
     tasks: TasksSection = Field(default_factory=TasksSection)
     rollouts: RolloutsSection = Field(default_factory=RolloutsSection)
+    sft: SftSection = Field(default_factory=SftSection)
     megamcp: MegaMCPSection = Field(default_factory=MegaMCPSection)
     base_dir: Path = Field(
         default_factory=Path.cwd, exclude=True, description="Folder relative paths start from."

@@ -25,7 +25,7 @@ from weft.summary import MCPRow, PipelineSummary, RolloutRow
 from weft_core.console import get_console
 from weft_core.models import TaskGraph
 
-ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
+ENVS, ATOMIC, COMPOSE, ROLLOUTS, SFT = "envs", "atomic", "compose", "rollouts", "sft"
 
 
 def _log(message: str) -> None:
@@ -337,6 +337,61 @@ async def stage_rollouts(
     return report.traces, out, state
 
 
+# ----------------------------------------------------------------------------- stage 5
+
+
+async def stage_sft(
+    config: PipelineConfig,
+    store: StageStore,
+    client: Any,
+    graphs: list[TaskGraph],
+    llm: Any,
+    model: str | None,
+) -> tuple[dict[str, Any], str]:
+    """SFT data by rejection sampling (teacher: the pipeline's model, else the reference policy),
+    optionally a fine-tuned policy; resumable per task."""
+    from weft_core.models import ViewMode
+    from weft_tasks.harness import ReferencePolicyModel
+    from weft_train.sft import SamplingConfig
+    from weft_train.sft.stage import sample_sft_data, train_on_rows
+
+    key = store.key(
+        SFT,
+        {
+            "tasks": sorted(g.content_hash or g.compute_hash() for g in graphs),
+            "sft": config.sft.model_dump(mode="json"),
+            "model": model,
+        },
+    )
+    done = store.done(SFT, key)
+    if done is not None:
+        return done, "cached"
+    folder = store.begin(SFT, key, keep=True)
+    teacher: Any = llm
+    if teacher is None:
+
+        def teacher(g: TaskGraph) -> Any:
+            return ReferencePolicyModel(graph=g, mode=ViewMode.SIMUSER)
+
+    sampling = SamplingConfig(
+        method=config.sft.method, k=config.sft.k, max_steps_per_turn=config.sft.max_steps_per_turn
+    )
+    result = await sample_sft_data(
+        graphs, client, teacher, folder, sampling, reference_teacher=llm is None
+    )
+    if config.sft.policy and result.accepted:
+        result.trained_model = await asyncio.to_thread(
+            train_on_rows,
+            Path(result.rows_path),
+            config.base_dir / config.sft.policy,
+            folder / "policy",
+            config.sft.epochs,
+            config.sft.lr,
+        )
+    record = store.finish(SFT, key, result.model_dump(mode="json"))
+    return record, "ran" if result.resumed == 0 else f"resumed ({result.resumed} done before)"
+
+
 # ----------------------------------------------------------------------------- all
 
 
@@ -413,6 +468,11 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
         traces, traces_path, summary.stages[ROLLOUTS] = await stage_rollouts(
             config, store, client, graphs, llm, model
         )
+        if config.sft.enabled:
+            _log(f"[bold]sft[/] data from {len(graphs)} task(s)")
+            summary.sft, summary.stages[SFT] = await stage_sft(
+                config, store, client, graphs, llm, model
+            )
 
     summary.traces_path = str(traces_path)
     summary.traces = len(traces)
@@ -429,6 +489,7 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
         RolloutRow(
             view=c.view,
             harness=c.harness,
+            policy=c.policy,
             rollouts=c.rollouts,
             checkpoint_pass_rate=c.checkpoint_pass_rate,
             task_success_rate=c.task_success_rate,

@@ -21,6 +21,9 @@ class MCPRow(BaseModel):
 class RolloutRow(BaseModel):
     view: str
     harness: str
+    policy: str = Field(
+        default="", description="Model name, or 'reference' when it read the answer key."
+    )
     rollouts: int
     checkpoint_pass_rate: float
     task_success_rate: float
@@ -42,6 +45,9 @@ class PipelineSummary(BaseModel):
     )
     trace_problems: list[str] = Field(default_factory=list)
     traces_path: str | None = None
+    sft: dict[str, Any] | None = Field(
+        default=None, description="The sft stage's outcome (accepted rows, teacher cost)."
+    )
     stages: dict[str, str] = Field(
         default_factory=dict, description="Stage -> 'ran' | 'cached' | 'skipped: why'."
     )
@@ -83,6 +89,7 @@ def print_summary(summary: PipelineSummary) -> None:
         [
             "view",
             "harness",
+            "policy",
             "n",
             "ckpt pass",
             "success",
@@ -93,6 +100,7 @@ def print_summary(summary: PipelineSummary) -> None:
             [
                 r.view,
                 r.harness,
+                r.policy,
                 r.rollouts,
                 f"{r.checkpoint_pass_rate:.0%}",
                 f"{r.task_success_rate:.0%}",
@@ -103,11 +111,22 @@ def print_summary(summary: PipelineSummary) -> None:
         ],
     )
     console = get_console()
+    if any(r.policy == "reference" for r in summary.rollouts):
+        console.print(
+            "policy 'reference' read the tasks' reference calls (no model configured): its rates "
+            "check the pipeline, they are not a policy's result"
+        )
     console.print(
         f"MCPs certified: {summary.mcps_certified}/{len(summary.mcps)}  |  composed tasks: "
         f"{sum(summary.tasks_by_profile.values())}  |  traces verified against their ledger: "
         f"{summary.traces_verified}/{summary.traces}  |  {summary.seconds:.0f}s"
     )
+    if summary.sft:
+        teacher = "reference (answer key)" if summary.sft.get("reference_teacher") else "model"
+        console.print(
+            f"sft: {summary.sft['accepted']}/{summary.sft['tasks']} trajectories accepted, "
+            f"{summary.sft['teacher_calls']} teacher calls ({teacher}) -> {summary.sft['rows_path']}"
+        )
     console.print("stages: " + ", ".join(f"{k} {v}" for k, v in summary.stages.items()))
     if summary.traces_path:
         console.print(f"traces: {summary.traces_path}")

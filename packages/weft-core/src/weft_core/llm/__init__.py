@@ -8,7 +8,11 @@ from weft_core.llm._factory import make_chat_model, make_chat_model_from_env
 from weft_core.llm._reply import reply_payload, reply_text
 from weft_core.llm._settings import ModelSettings, WeftLLMSettings
 
+TITO_KEY = "weft_tito"
+"""`AIMessage.response_metadata[TITO_KEY]`: the token-exact record of a `vllm:` model's reply."""
+
 __all__ = [
+    "TITO_KEY",
     "ModelConfig",
     "ModelSettings",
     "WeftLLMSettings",

@@ -40,8 +40,14 @@ def _openai(config: ModelConfig) -> BaseChatModel:
     elif config.base_url or config.provider != "openai":
         kwargs["api_key"] = _PLACEHOLDER_KEY
     kwargs.update(config.extra)
+    cls = module.ChatOpenAI
+    if config.provider == "vllm":
+        # A policy server: keep its token ids and raw tool-call text on each reply (TITO).
+        from weft_core.llm._tito import TokenCapturingChatOpenAI
+
+        cls = TokenCapturingChatOpenAI
     try:
-        model: BaseChatModel = module.ChatOpenAI(model=config.model, **kwargs)
+        model: BaseChatModel = cls(model=config.model, **kwargs)
     except Exception as exc:  # the client raises its own types (e.g. openai.OpenAIError: no key)
         reason = " ".join(str(exc).split())
         hint = " (set WEFT_LLM_API_KEY or OPENAI_API_KEY)" if "api_key" in reason.lower() else ""

@@ -47,7 +47,14 @@ from weft_core.models.task import (
     ValidationEvidence,
     ViewMode,
 )
-from weft_core.models.trace import ChatMessage, ToolCall, ToolCallFunction, Trace, TurnSegment
+from weft_core.models.trace import (
+    ChatMessage,
+    ModelCall,
+    ToolCall,
+    ToolCallFunction,
+    Trace,
+    TurnSegment,
+)
 
 __all__ = [
     "BUNDLE_FILES",
@@ -75,6 +82,7 @@ __all__ = [
     "FieldEquals",
     "LedgerEntry",
     "MCPSpec",
+    "ModelCall",
     "NoOtherChanges",
     "RLTaskRow",
     "ReferenceCall",

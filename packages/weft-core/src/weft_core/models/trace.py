@@ -34,6 +34,21 @@ class ChatMessage(WeftModel):
     logprobs: list[float] | None = None
 
 
+class ModelCall(WeftModel):
+    """One call to the policy, token-exact (TITO): the ids the engine conditioned on, the ids it
+    sampled with their logprobs, its raw text and why it stopped. Training samples are built from
+    these ids, never by re-tokenising `messages` (notes/token-capture.md §4)."""
+
+    message_index: int = Field(description="Index in `Trace.messages` of the reply this call made.")
+    prompt_token_ids: list[int] = Field(default_factory=list)
+    completion_token_ids: list[int] = Field(default_factory=list)
+    completion_logprobs: list[float] = Field(
+        default_factory=list, description="Processed logprob of each completion id."
+    )
+    text: str | None = Field(default=None, description="The completion exactly as sampled.")
+    finish_reason: str | None = None
+
+
 class TurnSegment(WeftModel):
     """The messages and ledger entries of one atomic-task turn, and its checkpoint outcome."""
 
@@ -44,7 +59,15 @@ class TurnSegment(WeftModel):
         default_factory=dict, description="MCP -> seq numbers of the turn's ledger entries."
     )
     outcome: EvaluationResult | None = None
-    attempts: int = 1
+    attempts: int = Field(
+        default=1, description="Samples of this turn, the kept one included (rejection sampling)."
+    )
+    teacher_calls: int = Field(
+        default=0, description="Model calls spent on this turn, all attempts."
+    )
+    tokens: int = Field(
+        default=0, description="Completion tokens spent on this turn, all attempts."
+    )
 
 
 class Trace(Artifact):
@@ -53,12 +76,20 @@ class Trace(Artifact):
     view: str
     harness: str
     model: str = "programmatic"
+    reference: bool = Field(
+        default=False,
+        description="Played by a policy that reads the task's reference calls (the answer key): "
+        "its pass rates hold by construction and are never a policy's result.",
+    )
     tools: list[dict[str, Any]] = Field(
         default_factory=list, description="OpenAI tool definitions."
     )
     messages: list[ChatMessage] = Field(default_factory=list)
     ledger: list[LedgerEntry] = Field(default_factory=list)
     segments: list[TurnSegment] = Field(default_factory=list)
+    model_calls: list[ModelCall] = Field(
+        default_factory=list, description="Every policy call with its token ids, when served so."
+    )
     final: EvaluationResult | None = None
     infrastructure_retries: int = 0
     error: str | None = Field(default=None, description="Why the rollout did not finish, if so.")

@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from weft_core.models import ChatMessage, TaskGraph, TaskView, ViewMode
+from weft_core.models import ChatMessage, ModelCall, TaskGraph, TaskView, ViewMode
 
 
 class MCPEndpoint(BaseModel):
@@ -66,6 +66,12 @@ class HarnessRun(BaseModel):
         default_factory=list, description="OpenAI tool definitions."
     )
     model: str = "programmatic"
+    reference: bool = Field(
+        default=False, description="The policy read the task's reference calls (answer key)."
+    )
+    model_calls: list[ModelCall] = Field(
+        default_factory=list, description="Token-exact record of each model call, when served so."
+    )
     turns: int = 0
 
 

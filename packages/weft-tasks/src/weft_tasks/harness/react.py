@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from weft_core.models import ViewMode
 from weft_tasks.harness.mcp_tools import group_client, openai_tool
-from weft_tasks.harness.messages import to_chat_messages
+from weft_tasks.harness.messages import model_calls, to_chat_messages
 from weft_tasks.harness.protocol import HarnessRun, HarnessTask, MCPEndpoint, TurnCallback
 
 SYSTEM_PROMPT = (
@@ -69,10 +69,13 @@ class ReActHarness:
                 history = await self._turn(agent, history)
                 turns += 1
                 request = await on_turn(to_chat_messages(self._with_system(history)))
+        full = self._with_system(history)
         return HarnessRun(
-            messages=to_chat_messages(self._with_system(history)),
+            messages=to_chat_messages(full),
             tools=[openai_tool(t.name, t.description, _schema(t)) for t in tools],
             model=_name_of(model),
+            reference=bool(getattr(model, "reads_answer_key", False)),
+            model_calls=model_calls(full),
             turns=turns,
         )
 

@@ -53,6 +53,8 @@ class ReferencePolicyModel(BaseChatModel):
 
     graph: TaskGraph
     mode: ViewMode = ViewMode.AGENTIC
+    # It reads the task's reference calls: its traces are labelled `reference`, never a policy's.
+    reads_answer_key: bool = True
 
     @property
     def _llm_type(self) -> str:

@@ -163,7 +163,9 @@ class ReferenceChainTeacher:
                     break
                 if i + 1 < len(per_turn):
                     messages.append(ChatMessage(role="user", content=nxt))
-        return HarnessRun(messages=messages, tools=tools, model=self.model_name, turns=turns)
+        return HarnessRun(
+            messages=messages, tools=tools, model=self.model_name, reference=True, turns=turns
+        )
 
     async def _solve(
         self,

@@ -16,11 +16,12 @@ from weft_tasks.rollout.runner import (
 from weft_tasks.rollout.service import GroupService
 from weft_tasks.rollout.settings import RolloutSettings
 from weft_tasks.rollout.sink import TraceSink
-from weft_tasks.rollout.stats import CellStats, rollout_stats
+from weft_tasks.rollout.stats import REFERENCE, CellStats, policy_label, rollout_stats
 
 __all__ = [
     "FINAL_CHECKPOINT",
     "INFRA_PREFIX",
+    "REFERENCE",
     "CellStats",
     "GroupService",
     "RolloutPlan",
@@ -30,6 +31,7 @@ __all__ = [
     "is_infrastructure_error",
     "match_ledger",
     "plan_rollouts",
+    "policy_label",
     "rollout_id",
     "rollout_stats",
     "run_rollout",

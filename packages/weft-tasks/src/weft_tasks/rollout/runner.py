@@ -74,7 +74,8 @@ def bindings_of(graph: TaskGraph) -> dict[str, Any]:
     return {b.name: dict(b.value) for b in graph.bindings}
 
 
-def _evaluation(result: Any) -> tuple[EvaluationResult | None, str | None]:
+def evaluation_of(result: Any) -> tuple[EvaluationResult | None, str | None]:
+    """(outcome, None) from a MegaMCP verification result, or (None, why it has none)."""
     if result is None:
         return None, "no verification result"
     error = getattr(result, "error", None)
@@ -149,7 +150,7 @@ async def _attempt(
             node_id = sim.turns[len(turns)].node_id
             turn = _Turn(node_ids=[node_id], start=start, end=len(transcript))
             result = await service.checkpoint_verify(handle, node_id)
-            turn.outcomes[node_id], err = _evaluation(result)
+            turn.outcomes[node_id], err = evaluation_of(result)
             if err:
                 problems.append(f"checkpoint {node_id}: verifier error: {err}")
             turns.append(turn)
@@ -174,7 +175,7 @@ async def _attempt(
         for node_id in [n for n in order if n not in reached]:
             # SimUser nodes the harness never reached, and a one-node agentic task, are
             # verified on the state the episode left behind.
-            evaluation, err = _evaluation(await service.checkpoint_verify(handle, node_id))
+            evaluation, err = evaluation_of(await service.checkpoint_verify(handle, node_id))
             if err:
                 problems.append(f"checkpoint {node_id}: verifier error: {err}")
             start = turns[-1].end if turns else 0
@@ -187,7 +188,7 @@ async def _attempt(
                 )
             )
         await service.freeze(handle)
-        final, err = _evaluation(await service.verify(handle))
+        final, err = evaluation_of(await service.verify(handle))
         if err:
             problems.append(f"final verification: verifier error: {err}")
     finally:
@@ -202,8 +203,10 @@ async def _attempt(
         view=f"{plan.mode.value}/{plan.disclosure.value}",
         harness=plan.harness,
         model=run.model,
+        reference=run.reference,
         tools=run.tools,
         messages=run.messages,
+        model_calls=run.model_calls,
         ledger=entries,
         segments=segments,
         final=final,
@@ -231,7 +234,7 @@ async def _agentic_turns(
         snapshots=snapshots,
         verifier=verifier_of(graph),
         bindings=bindings_of(graph),
-        evaluation=_evaluation,
+        evaluation=evaluation_of,
     )
     problems += replay.problems
     reply_at = {m.tool_call_id: i for i, m in enumerate(messages) if m.role == "tool"}

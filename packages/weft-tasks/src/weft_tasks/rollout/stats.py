@@ -1,5 +1,7 @@
-"""Rollout statistics: per (view, harness) cell, checkpoint pass rate, task success and tool-error
-rate. Rollouts that failed for infrastructure reasons are counted apart, never as policy failures."""
+"""Rollout statistics: per (view, harness, policy) cell, checkpoint pass rate, task success and
+tool-error rate. Rollouts that failed for infrastructure reasons are counted apart, never as policy
+failures. Rollouts played by a policy that reads the answer key get the policy `reference`: their
+rates hold by construction and are kept apart from any model's."""
 
 from __future__ import annotations
 
@@ -11,10 +13,18 @@ from pydantic import BaseModel
 from weft_core.models import Trace
 from weft_tasks.rollout.runner import INFRA_PREFIX
 
+REFERENCE = "reference"
+
+
+def policy_label(trace: Trace) -> str:
+    """`reference` for answer-key policies, else the model's name."""
+    return REFERENCE if trace.reference else trace.model
+
 
 class CellStats(BaseModel):
     view: str
     harness: str
+    policy: str = ""
     rollouts: int = 0
     infrastructure_failed: int = 0
     checkpoints: int = 0
@@ -39,10 +49,13 @@ class CellStats(BaseModel):
 
 
 def rollout_stats(traces: Iterable[Trace]) -> list[CellStats]:
-    cells: dict[tuple[str, str], CellStats] = defaultdict(lambda: CellStats(view="", harness=""))
+    cells: dict[tuple[str, str, str], CellStats] = defaultdict(
+        lambda: CellStats(view="", harness="")
+    )
     for t in traces:
-        cell = cells[(t.view, t.harness)]
-        cell.view, cell.harness = t.view, t.harness
+        policy = policy_label(t)
+        cell = cells[(t.view, t.harness, policy)]
+        cell.view, cell.harness, cell.policy = t.view, t.harness, policy
         cell.rollouts += 1
         cell.infrastructure_retries += t.infrastructure_retries
         if (t.error or "").startswith(INFRA_PREFIX):
@@ -58,4 +71,4 @@ def rollout_stats(traces: Iterable[Trace]) -> list[CellStats]:
         ]
         cell.tool_calls += len(policy_calls)
         cell.tool_errors += sum(1 for e in policy_calls if e.is_error)
-    return sorted(cells.values(), key=lambda c: (c.view, c.harness))
+    return sorted(cells.values(), key=lambda c: (c.view, c.harness, c.policy))

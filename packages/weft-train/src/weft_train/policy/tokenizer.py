@@ -1,0 +1,54 @@
+"""A byte-level BPE tokenizer built locally with the `tokenizers` library (no download).
+
+The base vocabulary is the 256 byte symbols of GPT-2's byte-level alphabet, so every string encodes;
+`merges` optionally learnt from a corpus shorten sequences. Learnt merges may cross word boundaries
+(no regex pre-split): a tool block or system prompt repeated in every row then becomes a handful of
+tokens, which is what lets a CPU train on whole trajectories. Special and tool tokens still split
+the text, so a message's tokens never depend on its neighbours. Special tokens follow Qwen's names
+so the same template shape works for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+from weft_train.policy.template import SPECIAL_TOKENS, TOOL_TOKENS, chat_template
+
+
+def build_tokenizer(
+    corpus: Iterable[str] | None = None, merges: int = 0
+) -> PreTrainedTokenizerFast:
+    """A byte-level tokenizer with the chat template; `merges` BPE merges learnt from `corpus`."""
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    if corpus is not None and merges > 0:
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=len(alphabet) + len(SPECIAL_TOKENS) + merges,
+            initial_alphabet=alphabet,
+            special_tokens=SPECIAL_TOKENS,
+            show_progress=False,
+            max_token_length=64,
+        )
+        tok.train_from_iterator(corpus, trainer=trainer)
+    else:
+        vocab = {c: i for i, c in enumerate(alphabet)}
+        tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        tok.add_special_tokens(
+            [AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS]
+        )
+    tok.decoder = decoders.ByteLevel()
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TOOL_TOKENS])
+    fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+    )
+    fast.chat_template = chat_template()
+    return fast
