@@ -95,13 +95,22 @@ def tie_calls(messages: Sequence[ChatMessage], calls: Sequence[CapturedCall]) ->
 
 
 def _same(a: ChatMessage, b: ChatMessage) -> bool:
+    """Same reply: same tools with the same arguments (ids and JSON spacing may be rewritten by
+    the harness, e.g. OpenClaw drops `_` from call ids), or the same text."""
     if a.role != "assistant":
         return False
-    names_a = [(c.id, c.function.name) for c in a.tool_calls or []]
-    names_b = [(c.id, c.function.name) for c in b.tool_calls or []]
-    if names_a or names_b:
-        return names_a == names_b
+    calls_a = [(c.function.name, _parsed(c.function.arguments)) for c in a.tool_calls or []]
+    calls_b = [(c.function.name, _parsed(c.function.arguments)) for c in b.tool_calls or []]
+    if calls_a or calls_b:
+        return calls_a == calls_b
     return (a.content or "").strip() == (b.content or "").strip()
+
+
+def _parsed(arguments: str) -> Any:
+    try:
+        return json.loads(arguments or "{}")
+    except ValueError:
+        return arguments
 
 
 def offered_tools(last_request: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -67,6 +67,10 @@ class HarnessRun(BaseModel):
     )
     model: str = "programmatic"
     turns: int = 0
+    stopped: str | None = Field(
+        default=None,
+        description="Why the harness ended early (a step or time limit): the policy's outcome.",
+    )
 
 
 TurnCallback = Callable[[list[ChatMessage]], Awaitable[str | None]]

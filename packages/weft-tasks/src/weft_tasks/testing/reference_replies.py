@@ -25,11 +25,37 @@ from weft_tasks.testing.openai_server import Policy
 _WRAPPED = re.compile(r"<untrusted_tool_result[^>]*>\s*(.*?)\s*</untrusted_tool_result>", re.S)
 
 
-def _unwrap(content: Any) -> Any:
-    if isinstance(content, str):
-        match = _WRAPPED.search(content)
-        return match.group(1) if match else content
-    return content
+def _observation(content: Any) -> Any:
+    """The tool's value as the reference policy reads it: Hermes's wrapper and preamble removed,
+    OpenClaw's rendering reduced to its JSON line, and an MCP result envelope (`{"result": ..., "structuredContent": ...}`) opened."""
+    if not isinstance(content, str):
+        return content
+    match = _WRAPPED.search(content)
+    text = match.group(1) if match else content
+    start = text.find("{")
+    if match and start > 0:
+        text = text[start:]  # Hermes puts a data-not-instructions preamble before the value
+    value = _json_in(text)
+    if value is None:
+        return text
+    if isinstance(value, dict) and "structuredContent" in value:
+        return json.dumps(value["structuredContent"])
+    if isinstance(value, dict) and set(value) == {"result"} and isinstance(value["result"], str):
+        return value["result"]
+    return json.dumps(value)
+
+
+def _json_in(text: str) -> Any:
+    """The text as JSON, else its last line that is JSON (OpenClaw shows a pretty
+    `structuredContent:` block, then the raw text)."""
+    for candidate in (text, *reversed(text.splitlines())):
+        candidate = candidate.strip()
+        if candidate[:1] in ("{", "["):
+            try:
+                return json.loads(candidate)
+            except ValueError:
+                continue
+    return None
 
 
 def _conversation(messages: list[dict[str, Any]], mode: ViewMode) -> list[BaseMessage]:
@@ -45,7 +71,7 @@ def _conversation(messages: list[dict[str, Any]], mode: ViewMode) -> list[BaseMe
             seen_user = True
         m = dict(m)
         if role == "tool":
-            m["content"] = _unwrap(m.get("content"))
+            m["content"] = _observation(m.get("content"))
         if m.get("content") is None:
             m["content"] = ""
         kept.append(m)
@@ -75,7 +101,10 @@ def reference_replies(graph: TaskGraph, mode: ViewMode = ViewMode.AGENTIC) -> Po
                 {
                     "id": f"{call['id']}_{len(messages)}",
                     "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(call["args"])},
+                    "function": {
+                        "name": name,
+                        "arguments": json.dumps(call["args"], separators=(",", ":")),
+                    },
                 }
             )
         return {"content": None, "tool_calls": calls}
