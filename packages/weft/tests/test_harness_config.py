@@ -36,7 +36,10 @@ def test_harnesses_from_config(tmp_path):
 
 
 def test_unknown_harness_and_profile_are_config_errors(tmp_path):
-    with pytest.raises(ConfigError, match="unknown harness 'hermes'"):
+    with pytest.raises(ConfigError, match="unknown harness 'bogus'"):
+        build_harnesses(_config(tmp_path, {"harnesses": ["bogus"]}), llm=None)
+    # Hermes and OpenClaw have no programmatic policy: they need a model behind the gateway
+    with pytest.raises(ConfigError, match="'hermes' needs an OpenAI-compatible model"):
         build_harnesses(_config(tmp_path, {"harnesses": ["hermes"]}), llm=None)
     with pytest.raises(ConfigError, match="unknown profile"):
         profile_set(_config(tmp_path, tasks={"profiles": ["Legendary"]}))

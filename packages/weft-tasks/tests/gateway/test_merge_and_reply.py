@@ -29,6 +29,7 @@ def test_exact_prefix_merges_and_anything_else_does_not():
     assert first.token_ids == [1, 2, 3, 9, 4] and first.loss_mask == [0, 0, 1, 0, 1]
     assert first.logprobs == [None, None, -0.5, None, -0.5] and first.calls == [0, 1]
     assert second.calls == [2] and third.calls == [4]
+    assert report.diverged_at == [(2, 3)]
     assert [c.merges_with_previous for c in mark_merges(calls)] == [None, True, False, None, None]
 
 

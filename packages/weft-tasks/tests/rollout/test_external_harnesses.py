@@ -106,3 +106,8 @@ async def test_harness_runs_the_task_in_its_native_loop(megamcp, name):
         f"\n{name}: {len(calls)} calls captured, {report.mismatches} merge mismatch(es), "
         f"{report.merged} merged, {seconds:.1f}s"
     )
+    for index, at in report.diverged_at:
+        prompt = bytes(
+            t for t in calls[index].prompt_token_ids[max(0, at - 60) : at + 60] if t < 256
+        )
+        print(f"  call {index} diverges at token {at}: ...{prompt.decode(errors='replace')!r}...")

@@ -33,6 +33,8 @@ class MergeReport:
     calls_with_ids: int = 0
     merged: int = 0
     mismatches: int = 0
+    # (call index, first token position where its prompt leaves the previous prompt+completion)
+    diverged_at: list[tuple[int, int]] = field(default_factory=list)
 
 
 def extends(previous: CapturedCall, current: CapturedCall) -> bool | None:
@@ -76,6 +78,7 @@ def merge_calls(calls: Sequence[CapturedCall]) -> MergeReport:
         else:
             if previous is not None:
                 report.mismatches += 1
+                report.diverged_at.append((call.index, _divergence(previous, call)))
             current = TokenSequence()
             report.sequences.append(current)
             gap = call.prompt_token_ids
@@ -85,3 +88,12 @@ def merge_calls(calls: Sequence[CapturedCall]) -> MergeReport:
         current.calls.append(call.index)
         previous = call
     return report
+
+
+def _divergence(previous: CapturedCall, current: CapturedCall) -> int:
+    head = (previous.prompt_token_ids or []) + (previous.completion_token_ids or [])
+    prompt = current.prompt_token_ids or []
+    for i, (a, b) in enumerate(zip(head, prompt, strict=False)):
+        if a != b:
+            return i
+    return min(len(head), len(prompt))
