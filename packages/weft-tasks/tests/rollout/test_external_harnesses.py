@@ -111,3 +111,22 @@ async def test_harness_runs_the_task_in_its_native_loop(megamcp, name):
             t for t in calls[index].prompt_token_ids[max(0, at - 60) : at + 60] if t < 256
         )
         print(f"  call {index} diverges at token {at}: ...{prompt.decode(errors='replace')!r}...")
+
+
+@pytest.mark.parametrize("name", ["hermes", "openclaw"])
+async def test_an_unreachable_model_is_an_infrastructure_failure(megamcp, name):
+    """Hermes exits 0 and OpenClaw times out when the model is down; both must come back as an
+    infrastructure failure (retried, excluded from policy statistics), not as a policy's trace."""
+    client, graph = megamcp
+    settings = HarnessSettings(timeout_s=240)
+    _installed_or_skip(name, settings)
+    gateway = CaptureGateway("http://127.0.0.1:9/v1")  # nothing listens on port 9
+    async with gateway.running():
+        harness = ADAPTERS[name](gateway, "weft-scripted", settings=settings)
+        [plan] = plan_rollouts([graph], [(ViewMode.AGENTIC, "full")], [name])
+        trace = await run_rollout(
+            plan, client, harness, settings=RolloutSettings(max_infra_retries=0), gateway=gateway
+        )
+    assert trace.error is not None and trace.error.startswith("infrastructure: ")
+    assert "HarnessInfrastructureError" in trace.error
+    assert trace.ledger == [] and trace.final is None

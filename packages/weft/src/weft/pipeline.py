@@ -355,6 +355,13 @@ async def stage_rollouts(
     from weft_tasks.gateway import CaptureGateway
     from weft_tasks.rollout import RolloutSettings, plan_rollouts, run_rollouts
 
+    simulator = llm if config.rollouts.simulator == "llm" else None
+    if config.rollouts.model:
+        from weft_core.llm import make_chat_model
+
+        model = config.rollouts.model
+        llm = make_chat_model(model)
+        await probe_model(llm, model)
     upstream = gateway_upstream(model)
     wants_gateway = upstream is not None and (
         llm is not None or any(h in EXTERNAL for h in config.rollouts.harnesses)
@@ -392,7 +399,6 @@ async def stage_rollouts(
             max_infra_retries=config.rollouts.max_infra_retries,
             progress=not get_console().quiet,
         )
-        simulator = llm if config.rollouts.simulator == "llm" else None
         report = await run_rollouts(
             plans,
             client,

@@ -2,6 +2,12 @@
 policy for it that plays a task's reference solution through any harness."""
 
 from weft_tasks.testing.openai_server import ByteChatTemplate, Policy, ScriptedOpenAIServer
-from weft_tasks.testing.reference_replies import reference_replies
+from weft_tasks.testing.reference_replies import reference_replies, reference_replies_by_brief
 
-__all__ = ["ByteChatTemplate", "Policy", "ScriptedOpenAIServer", "reference_replies"]
+__all__ = [
+    "ByteChatTemplate",
+    "Policy",
+    "ScriptedOpenAIServer",
+    "reference_replies",
+    "reference_replies_by_brief",
+]

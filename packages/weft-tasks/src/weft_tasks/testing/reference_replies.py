@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
@@ -76,6 +77,36 @@ def _conversation(messages: list[dict[str, Any]], mode: ViewMode) -> list[BaseMe
             m["content"] = ""
         kept.append(m)
     return list(convert_to_messages(kept))
+
+
+def reference_replies_by_brief(
+    load_graphs: Callable[[], Iterable[TaskGraph]], mode: ViewMode = ViewMode.AGENTIC
+) -> Policy:
+    """A policy for a server that serves many tasks (e.g. a whole `weft run`): each request is
+    answered by the reference policy of the task whose node intents its first user message names
+    (`load_graphs` is called until one matches, so tasks written after the server started are
+    found). A request that names no task (a health probe) gets "OK"."""
+    policies: dict[str, Policy] = {}
+
+    def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        first = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        graph = next(
+            (g for g in load_graphs() if g.nodes and all(n.intent in first for n in g.nodes)),
+            None,
+        )
+        if graph is None:
+            return {"content": "OK"}
+        if graph.id not in policies:
+            policies[graph.id] = reference_replies(graph, mode)
+        return policies[graph.id](messages, tools)
+
+    return policy
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return content if isinstance(content, str) else ""
 
 
 def reference_replies(graph: TaskGraph, mode: ViewMode = ViewMode.AGENTIC) -> Policy:
