@@ -46,3 +46,45 @@ def test_unknown_harness_and_profile_are_config_errors(tmp_path):
     assert [
         p.name for p in profile_set(_config(tmp_path, tasks={"profiles": ["Simple"]})).profiles
     ] == ["Simple"]
+
+
+def test_hermes_and_openclaw_behind_a_gateway(tmp_path):
+    from weft_tasks.gateway import CaptureGateway
+    from weft_tasks.harness.external import HermesHarness, OpenClawHarness
+
+    config = _config(tmp_path, {"harnesses": ["react", "hermes", "openclaw"]})
+    gateway = CaptureGateway("http://127.0.0.1:8000/v1")
+    built = build_harnesses(
+        config, llm=None, model="vllm:Qwen/Qwen3-8B@http://127.0.0.1:8000/v1", gateway=gateway
+    )
+    assert isinstance(built["hermes"], HermesHarness) and isinstance(
+        built["openclaw"], OpenClawHarness
+    )
+    assert {h.model_name for h in built.values()} == {"Qwen/Qwen3-8B"}
+    assert built["hermes"].modes == frozenset({ViewMode.AGENTIC})
+    # a provider the gateway cannot front is refused with the reason
+    with pytest.raises(ConfigError, match="'openclaw' needs an OpenAI-compatible model"):
+        build_harnesses(
+            _config(tmp_path, {"harnesses": ["openclaw"]}),
+            llm=None,
+            model="anthropic:claude-x",
+            gateway=gateway,
+        )
+
+
+def test_gateway_upstream_of_model_specs(monkeypatch):
+    from weft.pipeline import gateway_upstream
+
+    monkeypatch.delenv("WEFT_LLM_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert gateway_upstream("vllm:Qwen/Qwen3-8B@http://gpu:8000/v1") == (
+        "http://gpu:8000/v1",
+        "Qwen/Qwen3-8B",
+        None,
+    )
+    assert gateway_upstream("openai:gpt-4o-mini") == (
+        "https://api.openai.com/v1",
+        "gpt-4o-mini",
+        "sk-test",
+    )
+    assert gateway_upstream("") is None and gateway_upstream("anthropic:claude-x") is None

@@ -118,7 +118,7 @@ async def test_an_unreachable_model_is_an_infrastructure_failure(megamcp, name):
     """Hermes exits 0 and OpenClaw times out when the model is down; both must come back as an
     infrastructure failure (retried, excluded from policy statistics), not as a policy's trace."""
     client, graph = megamcp
-    settings = HarnessSettings(timeout_s=240)
+    settings = HarnessSettings(timeout_s=120)
     _installed_or_skip(name, settings)
     gateway = CaptureGateway("http://127.0.0.1:9/v1")  # nothing listens on port 9
     async with gateway.running():

@@ -284,26 +284,12 @@ def gateway_upstream(model: str | None) -> tuple[str, str, str | None] | None:
     return url, cfg.model, key
 
 
-class _GatewayModel:
-    """ReAct's model factory when a gateway is running: one ChatOpenAI per rollout, pointed at
-    the gateway's `/r/<rollout_id>/v1`, so ReAct's model calls are captured like any harness's."""
-
-    def __init__(self, gateway: Any, served: str) -> None:
-        self.gateway = gateway
-        self.model_name = served
-
-    def __call__(self, task: Any) -> Any:
-        from weft_core.llm import ModelConfig, make_chat_model
-
-        url = self.gateway.base_url(task.rollout_id or "react")
-        return make_chat_model(ModelConfig(provider="vllm", model=self.model_name, base_url=url))
-
-
 def build_harnesses(
     config: PipelineConfig, llm: Any, *, model: str | None = None, gateway: Any = None
 ) -> dict[str, Any]:
     """The configured harnesses. 'hermes' and 'openclaw' need `gateway` (a `CaptureGateway` in
     front of an OpenAI-compatible `model`); with one, ReAct's calls go through it too."""
+    from weft_tasks.gateway import GatewayChatModels
     from weft_tasks.harness import (
         ReActHarness,
         ReferenceChainTeacher,
@@ -325,7 +311,7 @@ def build_harnesses(
             harnesses[name] = ReferenceChainTeacher()
         elif name == "react":
             if gateway is not None and upstream is not None:
-                harnesses[name] = ReActHarness(_GatewayModel(gateway, upstream[1]))
+                harnesses[name] = ReActHarness(GatewayChatModels(gateway, upstream[1]))
             else:
                 harnesses[name] = ReActHarness(llm if llm is not None else reference_policy)
         elif name in EXTERNAL:

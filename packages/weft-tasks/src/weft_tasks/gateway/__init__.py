@@ -2,6 +2,7 @@
 records: harness transcripts and prefix-merged token sequences."""
 
 from weft_tasks.gateway.app import FORCED_FIELDS, CaptureGateway
+from weft_tasks.gateway.chat_model import GatewayChatModels
 from weft_tasks.gateway.merge import MergeReport, TokenSequence, mark_merges, merge_calls
 from weft_tasks.gateway.reply import Reply, SSEParser
 from weft_tasks.gateway.stats import CaptureStats, capture_stats
@@ -11,6 +12,7 @@ __all__ = [
     "FORCED_FIELDS",
     "CaptureGateway",
     "CaptureStats",
+    "GatewayChatModels",
     "MergeReport",
     "Reply",
     "SSEParser",
