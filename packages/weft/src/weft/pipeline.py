@@ -305,7 +305,7 @@ def build_harnesses(
         if name in external:
             h = external[name]
             harnesses[name] = SubprocessHarness(
-                name, h.command, modes=frozenset(h.modes), env=h.env
+                name, h.command, modes=frozenset(h.modes), env=h.env, gateway=gateway
             )
         elif name == "teacher":
             harnesses[name] = ReferenceChainTeacher()

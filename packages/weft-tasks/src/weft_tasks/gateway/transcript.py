@@ -82,14 +82,26 @@ def transcript_of(
 
 
 def tie_calls(messages: Sequence[ChatMessage], calls: Sequence[CapturedCall]) -> list[CapturedCall]:
-    """`calls` with `message_index` set where the transcript holds the reply right after the
-    call's prompt (same tool calls, or same text)."""
+    """`calls` with `message_index` set to the assistant message each produced: the message right
+    after the call's prompt when the transcript is the request history (external harnesses), else
+    the next not-yet-tied assistant message with the same reply (a harness that reports its
+    transcript without its system prompt)."""
     out = []
+    cursor = 0
     for call in calls:
-        at = call.prompt_messages
         index = None
-        if call.message is not None and at < len(messages) and _same(messages[at], call.message):
-            index = at
+        if call.message is not None:
+            at = call.prompt_messages
+            order = (
+                [at, *range(cursor, len(messages))]
+                if at >= cursor
+                else range(cursor, len(messages))
+            )
+            index = next(
+                (i for i in order if i < len(messages) and _same(messages[i], call.message)), None
+            )
+        if index is not None:
+            cursor = index + 1
         out.append(call.model_copy(update={"message_index": index}))
     return out
 
