@@ -90,6 +90,13 @@ async def test_harness_runs_the_task_in_its_native_loop(megamcp, name):
     assert NATIVE_NAME[name] in names
     assert all(split_tool_name(n, graph.mcps) for n in names)
     assert trace_ledger_problems(trace.messages, trace.ledger) == []
+    # the model saw the task's MCP tools (no MCP resource/prompt utilities) and, for OpenClaw,
+    # its own session tools; no shell, file or memory tools
+    offered = {t["function"]["name"] for t in trace.tools}
+    mcp_tools = {n for n in offered if split_tool_name(n, graph.mcps)}
+    assert NATIVE_NAME[name] in mcp_tools
+    assert not any(n.endswith(("prompts_list", "resources_list")) for n in offered)
+    assert offered - mcp_tools <= {"gateway", "session_status"}
     # the gateway captured every model call, with token ids, tied to the transcript
     calls = trace.captured_calls
     assert len(calls) == len(upstream.requests) == len(chain) + 1

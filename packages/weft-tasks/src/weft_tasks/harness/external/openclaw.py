@@ -36,6 +36,7 @@ from weft_tasks.harness.mcp_tools import server_alias
 from weft_tasks.harness.protocol import HarnessTask, MCPEndpoint
 
 PROVIDER = "weft"
+MCP_UTILITY_TOOLS = ("resources_list", "resources_read", "prompts_list", "prompts_get")
 _NETWORK = re.compile(
     r"network|connect|ECONN|ETIMEDOUT|socket|fetch failed|LLM request failed|status (5\d\d|429)",
     re.I,
@@ -74,6 +75,8 @@ class OpenClawHarness(CapturedHarness):
                         "transport": "streamable-http",
                         "headers": {"Authorization": f"Bearer {ep.token}"},
                         "requestTimeoutMs": int(self.settings.mcp_timeout_s * 1000),
+                        # MCP utility tools (resources/prompts) are not part of the task's tools
+                        "toolFilter": {"exclude": list(MCP_UTILITY_TOOLS)},
                     }
                     for mcp, ep in sorted(endpoints.items())
                 }
