@@ -2,7 +2,9 @@
 both on 127.0.0.1: streaming and JSON answers relayed unchanged, every call recorded with token
 ids, forced fields dropped for an upstream that refuses them, failures recorded."""
 
+import asyncio
 import json
+import re
 
 import httpx
 import pytest
@@ -231,3 +233,45 @@ async def test_models_pass_through(served):
     async with httpx.AsyncClient() as http:
         r = await http.get(gateway.base_url("m") + "/models")
     assert r.json()["data"][0]["id"] == "scripted-policy"
+
+
+async def test_the_stream_reaches_the_harness_byte_for_byte(served):
+    upstream, gateway = served
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "What tier is ada@example.com?"}],
+        "tools": TOOLS,
+        "stream": True,
+        # what the gateway would force, so the direct answer is the same answer
+        "return_token_ids": True,
+        "logprobs": True,
+        "top_logprobs": 0,
+    }
+
+    def normal(raw: bytes) -> bytes:
+        return re.sub(rb'"created": \d+|chatcmpl-\d+', b"", raw)
+
+    async with httpx.AsyncClient() as http:
+        direct = await http.post(upstream.url + "/chat/completions", json=body)
+        relayed = await http.post(gateway.base_url("bytes") + "/chat/completions", json=body)
+    assert relayed.headers["content-type"].startswith("text/event-stream")
+    assert normal(relayed.content) == normal(direct.content)
+    assert relayed.content.endswith(b"data: [DONE]\n\n")
+    [call] = gateway.records("bytes")
+    assert call.forced == [] and call.has_token_ids  # nothing left to force
+
+
+async def test_concurrent_rollouts_keep_their_calls_apart_and_in_order(served):
+    _, gateway = served
+    ids = [f"c{i}" for i in range(8)]
+    await asyncio.gather(
+        *(
+            _episode(AsyncOpenAI(base_url=gateway.base_url(r), api_key="x"), stream=i % 2 == 0)
+            for i, r in enumerate(ids)
+        )
+    )
+    for r in ids:
+        calls = gateway.take(r)
+        assert [c.index for c in calls] == [0, 1]
+        assert [c.finish_reason for c in calls] == ["tool_calls", "stop"]
+        assert merge_calls(calls).mismatches == 0
