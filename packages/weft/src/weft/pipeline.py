@@ -296,7 +296,12 @@ def build_harnesses(
         SubprocessHarness,
         reference_policy,
     )
-    from weft_tasks.harness.external import HermesHarness, OpenClawHarness
+    from weft_tasks.harness.external import (
+        HarnessSettings,
+        HermesHarness,
+        OpenClawHarness,
+        installed,
+    )
 
     upstream = gateway_upstream(model)
     harnesses: dict[str, Any] = {}
@@ -320,8 +325,14 @@ def build_harnesses(
                     f"[rollouts].harnesses: {name!r} needs an OpenAI-compatible model "
                     "(--model vllm:MODEL@URL or openai:MODEL); it has no programmatic policy"
                 )
+            settings = HarnessSettings()
+            if installed(name, settings.home) is None:
+                raise ConfigError(
+                    f"[rollouts].harnesses: {name!r} is not installed under {settings.home}: "
+                    f"run `uv run weft-tasks harness install {name}`"
+                )
             adapter = HermesHarness if name == "hermes" else OpenClawHarness
-            harnesses[name] = adapter(gateway, upstream[1])
+            harnesses[name] = adapter(gateway, upstream[1], settings=settings)
         else:
             raise ConfigError(
                 f"[rollouts].harnesses: unknown harness {name!r} (use 'teacher', 'react', "
