@@ -2,6 +2,8 @@
 
     weft-tasks atomic BUNDLE... -o LIB/ [--rounds R] [--target ETA] [--model M] [--megamcp URL]
     weft-tasks compose LIB/ --n N [--profiles FILE] -o TASKS/ [--model M] [--megamcp URL] [--seed S]
+    weft-tasks harness install hermes|openclaw [--home DIR] [--force]   external harnesses
+    weft-tasks harness status [--home DIR]
 
 Without --megamcp an embedded MegaMCP host is started whose data (registry, snapshots) lives in
 OUT/.megamcp, so the snapshot URIs in the written tasks stay valid for a host started on it.
@@ -74,6 +76,7 @@ def parser() -> argparse.ArgumentParser:
         "--distractors", type=int, default=None, help="distractor rows per table (round iii)"
     )
     _common(c)
+    _harness_parser(sub)
     return ap
 
 
@@ -211,6 +214,34 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
     return 0 if report.tasks else 1
 
 
+def _harness_parser(sub: Any) -> None:
+    from weft_tasks.harness.external.install import HARNESSES
+
+    h = sub.add_parser("harness", help="install the external harnesses (Hermes, OpenClaw)")
+    h.set_defaults(quiet=False, json=False)
+    actions = h.add_subparsers(dest="action", required=True)
+    i = actions.add_parser("install", help="install harnesses where Weft finds them")
+    i.add_argument("names", nargs="+", choices=HARNESSES, help="harnesses to install")
+    i.add_argument("--force", action="store_true", help="reinstall when already there")
+    st = actions.add_parser("status", help="which harnesses are installed")
+    for p in (i, st):
+        p.add_argument("--home", type=Path, default=None, help="install folder (WEFT_HARNESS_HOME)")
+
+
+def run_harness(args: argparse.Namespace) -> int:
+    from weft_tasks.harness.external import HARNESSES, HarnessSettings, install, installed
+
+    home = args.home or HarnessSettings().home
+    if args.action == "status":
+        for name in HARNESSES:
+            path = installed(name, home)
+            print(f"{name}: {path if path else 'not installed'}")
+        return 0
+    for name in args.names:
+        print(f"{name}: {install(name, home, force=args.force)}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from weft_core.console import get_console, set_quiet
@@ -218,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quiet or args.json:
         set_quiet(True)
     try:
+        if args.command == "harness":
+            return run_harness(args)
         settings = _settings(args)
         if args.command == "atomic":
             return asyncio.run(run_atomic(args, settings))

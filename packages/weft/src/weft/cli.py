@@ -133,6 +133,10 @@ def verify_traces(path: Path) -> int:
     summary_table(
         "Traces", ["id", "view", "harness", "reward", "verified", "ledger issues", "error"], rows
     )
+    from weft.summary import print_capture
+    from weft_tasks.gateway import capture_stats
+
+    print_capture(capture_stats(traces))
     for p in problems:
         print(p, file=sys.stderr)
     print(

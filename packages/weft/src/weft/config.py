@@ -11,7 +11,10 @@ Relative paths in the file are relative to the file's folder. Every section is o
     [envsynth]  rounds = 3, jobs = 1
     [tasks]     budget = 3, n_tasks = 6, profiles = ["Simple", "Standard"], profiles_file = ""
     [rollouts]  views = ["agentic/full", "simuser/partial"], harnesses = ["teacher", "react"],
-                samples = 1, concurrency = 4, simulator = "programmatic" | "llm"
+                samples = 1, concurrency = 4, simulator = "programmatic" | "llm",
+                model = ""   # the policy rolled out; "" = [pipeline].model
+                # "hermes" and "openclaw" (weft-tasks harness install ...) need an
+                # OpenAI-compatible policy model; a capture gateway records its calls
                 [[rollouts.external]] name = "openclaw", command = ["openclaw-weft", "--agentic"]
     [megamcp]   url = "" (embedded host), admin_token = ""
 """
@@ -88,6 +91,11 @@ class RolloutsSection(_Section):
     )
     external: list[ExternalHarness] = Field(
         default_factory=list, description="Subprocess harnesses."
+    )
+    model: str = Field(
+        default="",
+        description="Policy model the harnesses roll out (e.g. 'vllm:MODEL@URL'); empty = the "
+        "pipeline model. Synthesis stages keep using [pipeline].model.",
     )
 
     @field_validator("views")

@@ -10,6 +10,7 @@ URIs stay valid across reruns; or a running host named in the config).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import Counter
@@ -262,29 +263,80 @@ async def _compose(
 # ----------------------------------------------------------------------------- stage 4
 
 
-def build_harnesses(config: PipelineConfig, llm: Any) -> dict[str, Any]:
+EXTERNAL = ("hermes", "openclaw")
+
+
+def gateway_upstream(model: str | None) -> tuple[str, str, str | None] | None:
+    """(base URL, served model name, API key) when `model` is an OpenAI-compatible endpoint a
+    capture gateway can front; None otherwise (no model, or another provider)."""
+    import os
+
+    from weft_core.llm import parse_model_spec
+    from weft_core.llm._config import OPENAI_COMPATIBLE
+
+    cfg = parse_model_spec(model or "")
+    if cfg is None or cfg.provider not in OPENAI_COMPATIBLE:
+        return None
+    url = cfg.base_url or "https://api.openai.com/v1"
+    key = cfg.api_key.get_secret_value() if cfg.api_key else os.environ.get("WEFT_LLM_API_KEY")
+    if key is None and cfg.base_url is None:
+        key = os.environ.get("OPENAI_API_KEY")
+    return url, cfg.model, key
+
+
+def build_harnesses(
+    config: PipelineConfig, llm: Any, *, model: str | None = None, gateway: Any = None
+) -> dict[str, Any]:
+    """The configured harnesses. 'hermes' and 'openclaw' need `gateway` (a `CaptureGateway` in
+    front of an OpenAI-compatible `model`); with one, ReAct's calls go through it too."""
+    from weft_tasks.gateway import GatewayChatModels
     from weft_tasks.harness import (
         ReActHarness,
         ReferenceChainTeacher,
         SubprocessHarness,
         reference_policy,
     )
+    from weft_tasks.harness.external import (
+        HarnessSettings,
+        HermesHarness,
+        OpenClawHarness,
+        installed,
+    )
 
+    upstream = gateway_upstream(model)
     harnesses: dict[str, Any] = {}
     external = {h.name: h for h in config.rollouts.external}
     for name in config.rollouts.harnesses:
-        if name == "teacher":
-            harnesses[name] = ReferenceChainTeacher()
-        elif name == "react":
-            harnesses[name] = ReActHarness(llm if llm is not None else reference_policy)
-        elif name in external:
+        if name in external:
             h = external[name]
             harnesses[name] = SubprocessHarness(
-                name, h.command, modes=frozenset(h.modes), env=h.env
+                name, h.command, modes=frozenset(h.modes), env=h.env, gateway=gateway
             )
+        elif name == "teacher":
+            harnesses[name] = ReferenceChainTeacher()
+        elif name == "react":
+            if gateway is not None and upstream is not None:
+                harnesses[name] = ReActHarness(GatewayChatModels(gateway, upstream[1]))
+            else:
+                harnesses[name] = ReActHarness(llm if llm is not None else reference_policy)
+        elif name in EXTERNAL:
+            if gateway is None or upstream is None:
+                raise ConfigError(
+                    f"[rollouts].harnesses: {name!r} needs an OpenAI-compatible model "
+                    "(--model vllm:MODEL@URL or openai:MODEL); it has no programmatic policy"
+                )
+            settings = HarnessSettings()
+            if installed(name, settings.home) is None:
+                raise ConfigError(
+                    f"[rollouts].harnesses: {name!r} is not installed under {settings.home}: "
+                    f"run `uv run weft-tasks harness install {name}`"
+                )
+            adapter = HermesHarness if name == "hermes" else OpenClawHarness
+            harnesses[name] = adapter(gateway, upstream[1], settings=settings)
         else:
             raise ConfigError(
-                f"[rollouts].harnesses: unknown harness {name!r} (use 'teacher', 'react' or an [[rollouts.external]] name)"
+                f"[rollouts].harnesses: unknown harness {name!r} (use 'teacher', 'react', "
+                "'hermes', 'openclaw' or an [[rollouts.external]] name)"
             )
     return harnesses
 
@@ -297,9 +349,20 @@ async def stage_rollouts(
     llm: Any,
     model: str | None,
 ) -> tuple[list[Any], Path, str]:
+    from weft_tasks.gateway import CaptureGateway
     from weft_tasks.rollout import RolloutSettings, plan_rollouts, run_rollouts
 
-    harnesses = build_harnesses(config, llm)
+    simulator = llm if config.rollouts.simulator == "llm" else None
+    if config.rollouts.model:
+        from weft_core.llm import make_chat_model
+
+        model = config.rollouts.model
+        llm = make_chat_model(model)
+        await probe_model(llm, model)
+    upstream = gateway_upstream(model)
+    wants_gateway = upstream is not None and (
+        llm is not None or any(h in EXTERNAL for h in config.rollouts.harnesses)
+    )
     key = store.key(
         ROLLOUTS,
         {
@@ -311,23 +374,37 @@ async def stage_rollouts(
     done = store.done(ROLLOUTS, key)
     folder = store.begin(ROLLOUTS, key, keep=True)
     out = folder / "traces.jsonl"
-    plans = plan_rollouts(
-        graphs,
-        config.rollouts.view_pairs(),
-        list(harnesses),
-        samples=config.rollouts.samples,
-        models={n: h.model_name for n, h in harnesses.items()},
-        harness_modes={n: h.modes for n, h in harnesses.items()},
+    gateway = (
+        CaptureGateway(upstream[0], api_key=upstream[2], capture_dir=folder / "captures")
+        if wants_gateway and upstream is not None
+        else None
     )
-    settings = RolloutSettings(
-        concurrency=config.rollouts.concurrency,
-        max_infra_retries=config.rollouts.max_infra_retries,
-        progress=not get_console().quiet,
-    )
-    simulator = llm if config.rollouts.simulator == "llm" else None
-    report = await run_rollouts(
-        plans, client, harnesses, out=out, settings=settings, simulator_model=simulator
-    )
+    async with contextlib.AsyncExitStack() as stack:
+        if gateway is not None:
+            await stack.enter_async_context(gateway.running())
+        harnesses = build_harnesses(config, llm, model=model, gateway=gateway)
+        plans = plan_rollouts(
+            graphs,
+            config.rollouts.view_pairs(),
+            list(harnesses),
+            samples=config.rollouts.samples,
+            models={n: h.model_name for n, h in harnesses.items()},
+            harness_modes={n: h.modes for n, h in harnesses.items()},
+        )
+        settings = RolloutSettings(
+            concurrency=config.rollouts.concurrency,
+            max_infra_retries=config.rollouts.max_infra_retries,
+            progress=not get_console().quiet,
+        )
+        report = await run_rollouts(
+            plans,
+            client,
+            harnesses,
+            out=out,
+            settings=settings,
+            simulator_model=simulator,
+            gateway=gateway,
+        )
     store.finish(ROLLOUTS, key, {"traces": str(out), "rollouts": len(report.traces)})
     state = (
         "cached"
@@ -485,6 +562,9 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
         summary.trace_problems += [f"{t.id}: {p}" for p in problems]
         if t.error:
             summary.trace_problems.append(f"{t.id}: {t.error}")
+    from weft_tasks.gateway import capture_stats
+
+    summary.model_calls = capture_stats(traces)
     summary.rollouts = [
         RolloutRow(
             view=c.view,

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from weft_tasks.gateway.stats import CaptureStats
+
 
 class MCPRow(BaseModel):
     name: str
@@ -44,6 +46,9 @@ class PipelineSummary(BaseModel):
         default=0, description="Traces with a final verification that agree with their ledger."
     )
     trace_problems: list[str] = Field(default_factory=list)
+    model_calls: list[CaptureStats] = Field(
+        default_factory=list, description="Per harness: model calls the capture gateway recorded."
+    )
     traces_path: str | None = None
     sft: dict[str, Any] | None = Field(
         default=None, description="The sft stage's outcome (accepted rows, teacher cost)."
@@ -110,6 +115,7 @@ def print_summary(summary: PipelineSummary) -> None:
             for r in summary.rollouts
         ],
     )
+    print_capture(summary.model_calls)
     console = get_console()
     if any(r.policy == "reference" for r in summary.rollouts):
         console.print(
@@ -130,3 +136,19 @@ def print_summary(summary: PipelineSummary) -> None:
     console.print("stages: " + ", ".join(f"{k} {v}" for k, v in summary.stages.items()))
     if summary.traces_path:
         console.print(f"traces: {summary.traces_path}")
+
+
+def print_capture(rows: list[CaptureStats]) -> None:
+    """Captured model calls per harness (nothing when no gateway ran)."""
+    from weft_core.console import summary_table
+
+    if not rows:
+        return
+    summary_table(
+        "Model calls captured by the gateway",
+        ["harness", "rollouts", "calls", "with token ids", "tied", "merged", "merge mismatches"],
+        [
+            [r.harness, r.rollouts, r.calls, r.calls_with_ids, r.calls_tied, r.merged, r.mismatches]
+            for r in rows
+        ],
+    )

@@ -2,6 +2,7 @@
 
 from weft_core.models._base import Artifact, WeftModel, atomic_write_text
 from weft_core.models.bundle import BUNDLE_FILES, EnvBundleManifest, StateKind, ToolCertification
+from weft_core.models.captured_call import CapturedCall
 from weft_core.models.check import (
     AllowedChange,
     CallMade,
@@ -63,6 +64,7 @@ __all__ = [
     "Artifact",
     "AtomicTask",
     "CallMade",
+    "CapturedCall",
     "ChatMessage",
     "Check",
     "CheckOutcome",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
 from weft_core.models._base import Artifact, WeftModel
 from weft_core.models.check import EvaluationResult
 from weft_core.models.ledger import LedgerEntry
+
+if TYPE_CHECKING:
+    from weft_core.models.captured_call import CapturedCall
 
 
 class ToolCallFunction(WeftModel):
@@ -91,6 +94,8 @@ class Trace(Artifact):
         default_factory=list, description="Every policy call with its token ids, when served so."
     )
     final: EvaluationResult | None = None
+    # Model calls a capture gateway recorded for this rollout (any harness; see CapturedCall).
+    captured_calls: list[CapturedCall] = Field(default_factory=list)
     infrastructure_retries: int = 0
     error: str | None = Field(default=None, description="Why the rollout did not finish, if so.")
 

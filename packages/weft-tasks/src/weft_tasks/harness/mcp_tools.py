@@ -1,12 +1,15 @@
 """One client per session-group endpoint, the group's public tool names, and OpenAI tool defs.
 
-Tools of a group are named `<mcp>_<tool>` (fastmcp `ClientGroup` naming) for every harness, so a
-teacher trace and a policy trace of the same task offer the same tool names.
+Tools of a group are named `<mcp>_<tool>` (fastmcp `ClientGroup` naming) for Weft's own
+harnesses, so a teacher trace and a policy trace of the same task offer the same tool names.
+External harnesses keep their own naming in their traces — Hermes `mcp__<server>__<tool>`,
+OpenClaw `<server>__<tool>` — and `split_tool_name` reads all three.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastmcp import Client
@@ -30,11 +33,20 @@ def public_tool_name(mcp: str, tool: str) -> str:
     return f"{mcp}_{tool}"
 
 
+def server_alias(mcp: str) -> str:
+    """The MCP's server name in an external harness's config: provider-safe characters only."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", mcp)
+
+
 def split_tool_name(name: str, mcps: list[str]) -> tuple[str, str] | None:
-    """(mcp, tool) for a public name; the longest matching MCP id wins."""
+    """(mcp, tool) for a tool name as any harness spells it: `<mcp>_<tool>` (Weft),
+    `mcp__<mcp>__<tool>` (Hermes) or `<mcp>__<tool>` (OpenClaw), the MCP id possibly made
+    provider-safe (`server_alias`). The longest matching MCP id wins."""
     for mcp in sorted(mcps, key=len, reverse=True):
-        if name.startswith(mcp + "_"):
-            return mcp, name[len(mcp) + 1 :]
+        for server in dict.fromkeys((mcp, server_alias(mcp))):
+            for prefix in (f"mcp__{server}__", f"{server}__", f"{server}_"):
+                if name.startswith(prefix) and len(name) > len(prefix):
+                    return mcp, name[len(prefix) :]
     return None
 
 

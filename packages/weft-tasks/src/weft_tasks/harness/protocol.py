@@ -73,6 +73,10 @@ class HarnessRun(BaseModel):
         default_factory=list, description="Token-exact record of each model call, when served so."
     )
     turns: int = 0
+    stopped: str | None = Field(
+        default=None,
+        description="Why the harness ended early (a step or time limit): the policy's outcome.",
+    )
 
 
 TurnCallback = Callable[[list[ChatMessage]], Awaitable[str | None]]

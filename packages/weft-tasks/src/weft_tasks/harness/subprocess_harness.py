@@ -4,7 +4,9 @@ The process keeps its own prompts, memory, planning loop, tool-call protocol and
 Weft only gives it the session group's MegaMCP endpoints and exchanges JSON lines with it:
 
 - environment: `WEFT_MCP_ENDPOINTS` = `{"<mcp>": {"url": ..., "token": ...}}` (streamable HTTP,
-  `Authorization: Bearer <token>`), `WEFT_VIEW_MODE` (agentic|simuser), `WEFT_ROLLOUT_ID`;
+  `Authorization: Bearer <token>`), `WEFT_VIEW_MODE` (agentic|simuser), `WEFT_ROLLOUT_ID`, and
+  with a capture gateway `WEFT_MODEL_BASE_URL` (an OpenAI-compatible base URL for this rollout:
+  a harness that sends its model calls there gets them recorded in the trace);
 - stdin, from Weft: `{"type": "user", "content": "..."}` to start each turn, `{"type": "stop"}`
   when the episode is over;
 - stdout, from the harness: `{"type": "message", "message": <OpenAI chat message>}` for every
@@ -28,6 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from weft_core.models import ChatMessage, ViewMode
+from weft_tasks.gateway import CaptureGateway
 from weft_tasks.harness._errors import HarnessConfigError, HarnessRuntimeError
 from weft_tasks.harness.protocol import HarnessRun, HarnessTask, MCPEndpoint, TurnCallback
 
@@ -44,6 +47,7 @@ class SubprocessHarness:
         env: dict[str, str] | None = None,
         turn_timeout_s: float = 600.0,
         model: str | None = None,
+        gateway: CaptureGateway | None = None,
     ) -> None:
         if not command:
             raise HarnessConfigError(f"harness {name!r}: empty command")
@@ -53,6 +57,7 @@ class SubprocessHarness:
         self.env = env or {}
         self.turn_timeout_s = turn_timeout_s
         self._model = model or name
+        self.gateway = gateway
 
     @property
     def model_name(self) -> str:
@@ -70,6 +75,8 @@ class SubprocessHarness:
             "WEFT_VIEW_MODE": task.mode.value,
             "WEFT_ROLLOUT_ID": task.rollout_id,
         }
+        if self.gateway is not None:
+            env["WEFT_MODEL_BASE_URL"] = self.gateway.base_url(task.rollout_id or self.name)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.command,

@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from weft_core.models import (
+    CapturedCall,
     ChatMessage,
     CheckOutcome,
     EvaluationResult,
@@ -31,6 +32,7 @@ from weft_core.models import (
     TurnSegment,
     ViewMode,
 )
+from weft_tasks.gateway import CaptureGateway, mark_merges, tie_calls
 from weft_tasks.harness.protocol import Harness, HarnessTask, MCPEndpoint
 from weft_tasks.rollout.agentic import replay_checkpoints
 from weft_tasks.rollout.infra import infrastructure_entries, is_infrastructure_error
@@ -107,8 +109,11 @@ async def _attempt(
     service: GroupService,
     harness: Harness,
     simulator_model: BaseChatModel | None,
+    gateway: CaptureGateway | None = None,
 ) -> tuple[Trace, list[str]]:
     graph = plan.task
+    if gateway is not None:
+        gateway.discard(plan.rollout_id)  # calls of a failed earlier attempt
     seed = f"{plan.rollout_id}:{plan.sample}"
     view = build_view(graph, plan.mode, plan.disclosure, seed=seed)
     order = disclosure_order(graph)
@@ -159,6 +164,8 @@ async def _attempt(
 
         task = HarnessTask(graph=graph, view=view, first_request=first, rollout_id=plan.rollout_id)
         run = await harness.run(task, endpoints, on_turn)
+        if run.stopped:
+            problems.append(f"harness stopped: {run.stopped}")
         raw_ledger = _ledger_dict(await service.ledger(handle))
         entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
         if infrastructure_entries(entries):
@@ -197,6 +204,10 @@ async def _attempt(
 
     problems += ledger_problems
     segments = _segments(graph, turns, run.messages, matched, entries)
+    captured: list[CapturedCall] = []
+    if gateway is not None:
+        await gateway.settle(plan.rollout_id)
+        captured = mark_merges(tie_calls(run.messages, gateway.take(plan.rollout_id)))
     trace = Trace(
         id=plan.rollout_id,
         task_id=graph.id,
@@ -210,6 +221,7 @@ async def _attempt(
         ledger=entries,
         segments=segments,
         final=final,
+        captured_calls=captured,
         error="; ".join(problems) or None,
     )
     return trace, problems
@@ -305,8 +317,10 @@ async def run_rollout(
     *,
     settings: RolloutSettings | None = None,
     simulator_model: BaseChatModel | None = None,
+    gateway: CaptureGateway | None = None,
 ) -> Trace:
-    """One rollout, retried in a fresh group after infrastructure failures."""
+    """One rollout, retried in a fresh group after infrastructure failures. With `gateway`, the
+    model calls it captured for this rollout (any harness pointed at it) join the trace."""
     settings = settings or RolloutSettings()
     if plan.mode not in harness.modes:
         return _failed(
@@ -315,7 +329,7 @@ async def run_rollout(
     retries = 0
     while True:
         try:
-            trace, _ = await _attempt(plan, service, harness, simulator_model)
+            trace, _ = await _attempt(plan, service, harness, simulator_model, gateway)
             return trace.model_copy(update={"infrastructure_retries": retries})
         except Exception as exc:
             infra = isinstance(exc, _InfrastructureInLedger) or is_infrastructure_error(exc)
@@ -360,6 +374,7 @@ async def run_rollouts(
     out: Path | None = None,
     settings: RolloutSettings | None = None,
     simulator_model: BaseChatModel | None = None,
+    gateway: CaptureGateway | None = None,
 ) -> RolloutReport:
     """Run `plans` with at most `settings.concurrency` at once. With `out`, each finished trace is
     appended to that JSONL file at once, and plans whose id is already there are skipped (resume).
@@ -392,7 +407,12 @@ async def run_rollouts(
                     )
                 else:
                     trace = await run_rollout(
-                        plan, service, harness, settings=settings, simulator_model=simulator_model
+                        plan,
+                        service,
+                        harness,
+                        settings=settings,
+                        simulator_model=simulator_model,
+                        gateway=gateway,
                     )
                 if sink:
                     sink.append(trace)
