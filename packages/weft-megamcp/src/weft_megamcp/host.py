@@ -22,8 +22,17 @@ from weft_megamcp.settings import MegaMCPSettings
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    """A listening TCP socket for uvicorn.
+
+    The protocol must be given as IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections
+    only for sockets whose `proto` says TCP, and without it every small response waits for the
+    client's delayed ACK (~40 ms per call). TCP_NODELAY is also set on the listener, which Linux
+    copies to accepted sockets.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.listen(2048)
     sock.set_inheritable(True)
