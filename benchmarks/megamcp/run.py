@@ -361,6 +361,110 @@ async def _ready(session: MCPSession) -> MCPSession:
     return session
 
 
+MUTATING = {"add_contact", "update_email", "write_note", "delete_contact"}
+
+
+async def policy_phase(
+    args: argparse.Namespace, bundle: Path, root: Path, min_interval_s: float
+) -> dict[str, Any]:
+    """Cost and loss of one checkpoint policy: n sessions run their traces at once (groups left
+    open), the host is killed (-9) the moment the last call returns and restarted on the same
+    data dir; every acknowledged write the resumed sessions lack is lost."""
+    import os
+    import secrets
+
+    from weft_megamcp import MegaMCPClient, MegaMCPHost, MegaMCPSettings
+
+    n = args.policy_sessions
+    os.environ["WEFT_MEGAMCP_CHECKPOINT_MIN_INTERVAL_S"] = str(min_interval_s)
+    settings = MegaMCPSettings(
+        data_dir=root / f"policy-{min_interval_s:g}",
+        admin_token=secrets.token_urlsafe(24),
+        offload_after_s=3600,
+    )
+    try:
+        host = await MegaMCPHost.start(settings, subprocess=True)
+    finally:
+        del os.environ["WEFT_MEGAMCP_CHECKPOINT_MIN_INTERVAL_S"]
+    async with MegaMCPClient(host.url, host.admin_token) as client:
+        mcp_id = (await client.register(bundle, name="bench_crm")).mcp_id
+        groups = [await client.create_group({mcp_id: None}) for _ in range(n)]
+    acked = [0] * n
+
+    async def work(i: int) -> list[float]:
+        info = groups[i].session(mcp_id)
+        session = MCPSession(info.url, info.token)
+        lat = []
+        try:
+            for tool, a in make_trace(70_000 + i, args.calls, args.seed_rows):
+                t0 = time.perf_counter()
+                err = await session.call(tool, a)
+                lat.append((time.perf_counter() - t0) * 1000)
+                acked[i] += int(tool in MUTATING and not err)
+        finally:
+            await session.close()
+        return lat
+
+    assert host.pid is not None
+    cpu0 = tree_cpu([host.pid])
+    t0 = time.perf_counter()
+    lats = await asyncio.gather(*(work(i) for i in range(n)))
+    wall = time.perf_counter() - t0
+    cpu = tree_cpu([host.pid]) - cpu0
+    assert host._proc is not None
+    host._proc.kill()  # the instant the last write was acknowledged
+    host._proc.wait()
+    ckpt_dir = settings.data_dir / "objects" / "checkpoints"
+    checkpoints = sum(1 for _ in ckpt_dir.rglob("*.sqlite"))
+    host = await MegaMCPHost.start(settings, subprocess=True)
+    try:
+        async with MegaMCPClient(host.url, host.admin_token) as client:
+            restored = [(await client.info(g)).sessions[mcp_id]["state_version"] for g in groups]
+    finally:
+        await host.stop()
+    lost = [max(0, a - r) for a, r in zip(acked, restored, strict=True)]
+    calls = sum(len(x) for x in lats)
+    return {
+        "min_interval_s": min_interval_s,
+        "sessions": n,
+        "calls": calls,
+        "calls_per_s": calls / wall,
+        "server_cpu_ms_per_call": cpu / calls * 1000,
+        "checkpoints": checkpoints,
+        "acked_writes": sum(acked),
+        "lost_writes": sum(lost),
+        "sessions_losing": sum(1 for x in lost if x),
+        "p50_ms": pct([x for y in lats for x in y], 0.5),
+    }
+
+
+def render_policies(rows: list[dict[str, Any]]) -> Table:
+    t = Table(title="Checkpoint policy: cost and loss on kill -9 (MegaMCP, 1 process)")
+    for col in (
+        "min interval",
+        "sessions",
+        "calls/s",
+        "CPU/call",
+        "DB checkpoints",
+        "acked writes",
+        "lost on kill -9",
+        "sessions losing",
+    ):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(
+            f"{r['min_interval_s']:g} s",
+            str(r["sessions"]),
+            f"{r['calls_per_s']:.0f}",
+            f"{r['server_cpu_ms_per_call']:.2f} ms",
+            str(r["checkpoints"]),
+            str(r["acked_writes"]),
+            str(r["lost_writes"]),
+            str(r["sessions_losing"]),
+        )
+    return t
+
+
 def render_concurrency(c: dict[str, Any]) -> Table:
     t = Table(title="Concurrent lifecycles (same traces; bare FastMCP = one process, one DB)")
     for col in (
@@ -544,6 +648,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     if "concurrency" in phases:
         r["concurrency"] = await concurrency(args, bundle, root)
         r["targets"] = targets(r["concurrency"])
+    if "policies" in phases:
+        r["policies"] = []
+        for interval in [float(x) for x in args.policies.split(",") if x]:
+            console.log(f"checkpoint policy: min interval {interval:g} s")
+            r["policies"].append(await policy_phase(args, bundle, root, interval))
     if "appd" in phases:
         await app_d(args, bundle, root, r)
     import shutil
@@ -589,9 +698,12 @@ def cli() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--phases",
-        default="concurrency,appd",
-        help="comma list: concurrency (bare FastMCP vs MegaMCP table), appd (paper App. D rows)",
+        default="concurrency,policies,appd",
+        help="comma list: concurrency (bare FastMCP vs MegaMCP table), policies (checkpoint "
+        "cost and loss), appd (paper App. D rows)",
     )
+    p.add_argument("--policies", default="0,5", help="checkpoint_min_interval_s values to compare")
+    p.add_argument("--policy-sessions", type=int, default=100, help="sessions of each policy run")
     p.add_argument(
         "--concurrency", default="100,300,1000", help="concurrent sessions per table row"
     )
@@ -623,6 +735,8 @@ def cli() -> None:
         for goal, value, met in r["targets"]:
             t.add_row(goal, value, "yes" if met else "NO")
         out.print(t)
+    if r.get("policies"):
+        out.print(render_policies(r["policies"]))
     if "mega_cold" in r:
         out.print(render(r))
     if args.json is not None:

@@ -20,6 +20,8 @@ from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.exceptions import MegaMCPRuntimeError
 from weft_megamcp.settings import MegaMCPSettings
 
+STARTUP_TIMEOUT_S = 180.0
+
 
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket for uvicorn.
@@ -128,7 +130,9 @@ class MegaMCPHost:
             proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log)
         host = cls(url_of(settings.host, port), settings.admin_token, settings)
         host._proc = proc
-        deadline = time.monotonic() + 60
+        # Generous: a prefork start (fork server preload, first worker) on a loaded 2-core
+        # machine has been measured at over a minute.
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
         async with httpx.AsyncClient() as http:
             while True:
                 if proc.poll() is not None:
@@ -141,7 +145,7 @@ class MegaMCPHost:
                 if time.monotonic() > deadline:
                     proc.kill()
                     raise MegaMCPRuntimeError(
-                        "weft-megamcp serve did not become healthy within 60 s"
+                        f"weft-megamcp serve did not become healthy within {STARTUP_TIMEOUT_S:g} s"
                     )
                 await asyncio.sleep(0.1)
 

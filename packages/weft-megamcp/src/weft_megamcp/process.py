@@ -41,7 +41,7 @@ from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
-from weft_megamcp.host import bind_socket, url_of, uvicorn_options
+from weft_megamcp.host import STARTUP_TIMEOUT_S, bind_socket, url_of, uvicorn_options
 from weft_megamcp.metrics import MetricsReport, render_prometheus
 from weft_megamcp.settings import MegaMCPSettings
 
@@ -265,14 +265,16 @@ class Master:
         )
         await asyncio.to_thread(proc.start)
         child.close()
-        ready = await asyncio.to_thread(parent.poll, 60)
+        ready = await asyncio.to_thread(parent.poll, STARTUP_TIMEOUT_S)
         if not ready:
             proc.kill()
-            raise RuntimeError(f"worker {index} did not report its port within 60 s")
+            raise RuntimeError(
+                f"worker {index} did not report its port within {STARTUP_TIMEOUT_S:g} s"
+            )
         port = parent.recv()
         parent.close()
         worker = Worker(index=index, process=proc, url=url_of(self.settings.host, port))
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             with contextlib.suppress(httpx.HTTPError):
                 if (await self.http.get(f"{worker.url}/health", timeout=2)).status_code == 200:
