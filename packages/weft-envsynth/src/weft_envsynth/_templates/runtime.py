@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -275,7 +275,7 @@ class _RouteCall:
             return {"type": "http.request", "body": body, "more_body": False}
         return {"type": "http.disconnect"}
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: MutableMapping[str, Any]) -> None:
         if message["type"] == "http.response.start":
             self.status = int(message["status"])
         elif message["type"] == "http.response.body":
