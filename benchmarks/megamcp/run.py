@@ -22,8 +22,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import psutil
 from fastmcp import Client
 from harness import LocalServing, MegaServing, TaskResult, run_calls, tree_memory
+from loadgen import AdminAPI, Lifecycle, MCPSession, run_trace
 from rich.console import Console
 from rich.table import Table
 from traces import build_bundle, make_trace
@@ -147,6 +149,384 @@ async def local_fleet(
     }
 
 
+class _Sampler:
+    """Peak RSS (sum over the server's process tree) while a phase runs."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.peak_rss = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _loop(self) -> None:
+        while True:
+            rss, _ = await asyncio.to_thread(tree_memory, self.pids)
+            self.peak_rss = max(self.peak_rss, rss)
+            await asyncio.sleep(0.5)
+
+    def __enter__(self) -> _Sampler:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+
+def tree_cpu(pids: list[int]) -> float:
+    """User + system CPU seconds of the processes and their live descendants."""
+    total = 0.0
+    for pid in pids:
+        try:
+            root = psutil.Process(pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            continue
+        for p in procs:
+            try:
+                t = p.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += t.user + t.system
+    return total
+
+
+async def _bare_lifecycle(url: str, trace: list[Any]) -> Lifecycle:
+    out = Lifecycle()
+    session = MCPSession(url, None)
+    try:
+        await run_trace(session, trace, out)
+        out.ok = True
+    except Exception as exc:
+        out.failure = f"calls: {type(exc).__name__}: {exc}"
+    finally:
+        await session.close()
+    return out
+
+
+async def _mega_lifecycle(url: str, token: str, mcp_id: str, trace: list[Any]) -> Lifecycle:
+    """Create a group, run the trace on its session, close the group: raw HTTP throughout."""
+    out = Lifecycle()
+    admin = AdminAPI(url, token)
+    phase = "create_group"
+    gid = None
+    session = None
+    try:
+        handle = await admin.post("/admin/groups", {"mcps": {mcp_id: None}})
+        gid = handle["group_id"]
+        info = handle["sessions"][mcp_id]
+        phase = "calls"
+        same = info["url"].startswith(url.rstrip("/") + "/")
+        session = MCPSession(info["url"], info["token"], conn=admin.conn if same else None)
+        await run_trace(session, trace, out)
+        out.ok = True
+    except Exception as exc:
+        out.failure = f"{phase}: {type(exc).__name__}: {exc}"
+    finally:
+        if gid is not None:
+            try:
+                await admin.post(f"/admin/groups/{gid}/close")
+            except Exception as exc:
+                out.ok = False
+                out.failure = f"close: {type(exc).__name__}: {exc}"
+        if session is not None:
+            await session.close()
+        await admin.close()
+    return out
+
+
+async def concurrency_phase(
+    kind: str, pids: list[int], make: Any, n: int, calls: int, rows: int, offset: int
+) -> dict[str, Any]:
+    """n lifecycles at once; calls/s over the phase, latency over every call, server CPU/call."""
+    traces = [make_trace(offset + i, calls, rows) for i in range(n)]
+    cpu0, own0 = tree_cpu(pids), time.process_time()
+    t0 = time.perf_counter()
+    with _Sampler(pids) as sampler:
+        results = await asyncio.gather(*(make(t) for t in traces))
+    wall = time.perf_counter() - t0
+    cpu = tree_cpu(pids) - cpu0
+    own = time.process_time() - own0
+    lat = [x for r in results for x in r.latencies_ms]
+    ncalls = len(lat)
+    return {
+        "kind": kind,
+        "sessions": n,
+        "completed": sum(r.ok for r in results),
+        "calls": ncalls,
+        "tool_errors": sum(r.errors for r in results),
+        "wall_s": wall,
+        "calls_per_s": ncalls / wall if wall else None,
+        "p50_ms": pct(lat, 0.5),
+        "p99_ms": pct(lat, 0.99),
+        "server_cpu_ms_per_call": cpu / ncalls * 1000 if ncalls else None,
+        "loadgen_cpu_share": own / wall if wall else None,
+        "peak_rss": sampler.peak_rss,
+        "failures": sorted({r.failure for r in results if r.failure})[:5],
+    }
+
+
+async def sequential_phase(make_session: Any, calls: int, rows: int) -> dict[str, Any]:
+    """One session, calls one after another: the latency a single agent sees."""
+    session = await make_session()
+    out = Lifecycle()
+    trace = [c for i in range(max(1, calls // 10)) for c in make_trace(90_000 + i, 10, rows)]
+    await run_trace(session, trace[:5], Lifecycle())  # warm the connection and the server
+    await run_trace(session, trace, out)
+    await session.close()
+    return {
+        "calls": len(out.latencies_ms),
+        "p50_ms": pct(out.latencies_ms, 0.5),
+        "p99_ms": pct(out.latencies_ms, 0.99),
+        "errors": out.errors,
+    }
+
+
+async def concurrency(args: argparse.Namespace, bundle: Path, root: Path) -> dict[str, Any]:
+    """Bare FastMCP (one process, one shared DB) vs MegaMCP (1 process) vs MegaMCP (N workers),
+    the same traces at each concurrency level, all in this run."""
+    sizes = [int(x) for x in args.concurrency.split(",") if x]
+    out: dict[str, Any] = {"sizes": sizes, "rows": []}
+    local = LocalServing(bundle, root / "bare")
+    box, _ = local.ship(0, [])
+    proc, bare_url = await local.start(box)
+    try:
+        console.log("sequential latency, bare FastMCP")
+        out["seq_bare"] = await sequential_phase(
+            lambda: _ready(MCPSession(bare_url, None)), args.seq_calls, args.seed_rows
+        )
+        for n in sizes:
+            console.log(f"concurrency {n}, bare FastMCP")
+            out["rows"].append(
+                await concurrency_phase(
+                    "bare FastMCP",
+                    [proc.pid],
+                    lambda t: _bare_lifecycle(bare_url, t),
+                    n,
+                    args.calls,
+                    args.seed_rows,
+                    20_000,
+                )
+            )
+    finally:
+        await local.stop(proc, box)
+    for workers in sorted({0, args.conc_workers} - {1}):
+        await mega_rows(args, bundle, root, workers, sizes, out)
+    return out
+
+
+async def mega_rows(
+    args: argparse.Namespace,
+    bundle: Path,
+    root: Path,
+    workers: int,
+    sizes: list[int],
+    out: dict[str, Any],
+) -> None:
+    mega = MegaServing(bundle, root / f"conc-w{workers}", workers=workers)
+    await mega.start()
+    label = "MegaMCP, 1 process" if workers == 0 else f"MegaMCP, {workers} workers"
+    assert mega.host is not None
+    url, token = mega.host.url, mega.host.admin_token
+
+    async def session() -> MCPSession:
+        g = await mega.open_group()
+        info = g.session(mega.mcp_id)
+        return MCPSession(info.url, info.token)
+
+    async def lifecycle(trace: list[Any]) -> Lifecycle:
+        return await _mega_lifecycle(url, token, mega.mcp_id, trace)
+
+    try:
+        if workers == 0:
+            console.log("sequential latency, MegaMCP")
+            out["seq_mega"] = await sequential_phase(session, args.seq_calls, args.seed_rows)
+        for n in sizes:
+            console.log(f"concurrency {n}, {label}")
+            out["rows"].append(
+                await concurrency_phase(
+                    label,
+                    [mega.pid],
+                    lifecycle,
+                    n,
+                    args.calls,
+                    args.seed_rows,
+                    30_000 + 10_000 * workers,
+                )
+            )
+    finally:
+        await mega.stop()
+
+
+async def _ready(session: MCPSession) -> MCPSession:
+    return session
+
+
+MUTATING = {"add_contact", "update_email", "write_note", "delete_contact"}
+
+
+async def policy_phase(
+    args: argparse.Namespace, bundle: Path, root: Path, min_interval_s: float
+) -> dict[str, Any]:
+    """Cost and loss of one checkpoint policy: n sessions run their traces at once (groups left
+    open), the host is killed (-9) the moment the last call returns and restarted on the same
+    data dir; every acknowledged write the resumed sessions lack is lost."""
+    import os
+    import secrets
+
+    from weft_megamcp import MegaMCPClient, MegaMCPHost, MegaMCPSettings
+
+    n = args.policy_sessions
+    os.environ["WEFT_MEGAMCP_CHECKPOINT_MIN_INTERVAL_S"] = str(min_interval_s)
+    settings = MegaMCPSettings(
+        data_dir=root / f"policy-{min_interval_s:g}",
+        admin_token=secrets.token_urlsafe(24),
+        offload_after_s=3600,
+    )
+    try:
+        host = await MegaMCPHost.start(settings, subprocess=True)
+    finally:
+        del os.environ["WEFT_MEGAMCP_CHECKPOINT_MIN_INTERVAL_S"]
+    async with MegaMCPClient(host.url, host.admin_token) as client:
+        mcp_id = (await client.register(bundle, name="bench_crm")).mcp_id
+        groups = [await client.create_group({mcp_id: None}) for _ in range(n)]
+    acked = [0] * n
+
+    async def work(i: int) -> list[float]:
+        info = groups[i].session(mcp_id)
+        session = MCPSession(info.url, info.token)
+        lat = []
+        try:
+            for tool, a in make_trace(70_000 + i, args.calls, args.seed_rows):
+                t0 = time.perf_counter()
+                err = await session.call(tool, a)
+                lat.append((time.perf_counter() - t0) * 1000)
+                acked[i] += int(tool in MUTATING and not err)
+        finally:
+            await session.close()
+        return lat
+
+    assert host.pid is not None
+    cpu0 = tree_cpu([host.pid])
+    t0 = time.perf_counter()
+    lats = await asyncio.gather(*(work(i) for i in range(n)))
+    wall = time.perf_counter() - t0
+    cpu = tree_cpu([host.pid]) - cpu0
+    assert host._proc is not None
+    host._proc.kill()  # the instant the last write was acknowledged
+    host._proc.wait()
+    ckpt_dir = settings.data_dir / "objects" / "checkpoints"
+    checkpoints = sum(1 for _ in ckpt_dir.rglob("*.sqlite"))
+    host = await MegaMCPHost.start(settings, subprocess=True)
+    try:
+        async with MegaMCPClient(host.url, host.admin_token) as client:
+            restored = [(await client.info(g)).sessions[mcp_id]["state_version"] for g in groups]
+    finally:
+        await host.stop()
+    lost = [max(0, a - r) for a, r in zip(acked, restored, strict=True)]
+    calls = sum(len(x) for x in lats)
+    return {
+        "min_interval_s": min_interval_s,
+        "sessions": n,
+        "calls": calls,
+        "calls_per_s": calls / wall,
+        "server_cpu_ms_per_call": cpu / calls * 1000,
+        "checkpoints": checkpoints,
+        "acked_writes": sum(acked),
+        "lost_writes": sum(lost),
+        "sessions_losing": sum(1 for x in lost if x),
+        "p50_ms": pct([x for y in lats for x in y], 0.5),
+    }
+
+
+def render_policies(rows: list[dict[str, Any]]) -> Table:
+    t = Table(title="Checkpoint policy: cost and loss on kill -9 (MegaMCP, 1 process)")
+    for col in (
+        "min interval",
+        "sessions",
+        "calls/s",
+        "CPU/call",
+        "DB checkpoints",
+        "acked writes",
+        "lost on kill -9",
+        "sessions losing",
+    ):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(
+            f"{r['min_interval_s']:g} s",
+            str(r["sessions"]),
+            f"{r['calls_per_s']:.0f}",
+            f"{r['server_cpu_ms_per_call']:.2f} ms",
+            str(r["checkpoints"]),
+            str(r["acked_writes"]),
+            str(r["lost_writes"]),
+            str(r["sessions_losing"]),
+        )
+    return t
+
+
+def render_concurrency(c: dict[str, Any]) -> Table:
+    t = Table(title="Concurrent lifecycles (same traces; bare FastMCP = one process, one DB)")
+    for col in (
+        "server",
+        "sessions",
+        "completed",
+        "calls/s",
+        "p50",
+        "p99",
+        "CPU/call",
+        "peak RSS",
+        "loadgen CPU",
+    ):
+        t.add_column(col, justify="left" if col == "server" else "right")
+    for r in c["rows"]:
+        t.add_row(
+            r["kind"],
+            str(r["sessions"]),
+            f"{r['completed']}/{r['sessions']}",
+            f"{r['calls_per_s']:.0f}",
+            f"{r['p50_ms']:.1f} ms",
+            f"{r['p99_ms']:.1f} ms",
+            f"{r['server_cpu_ms_per_call']:.2f} ms",
+            f"{r['peak_rss'] / MiB:.0f} MiB",
+            f"{r['loadgen_cpu_share'] * 100:.0f}%",
+        )
+    sb, sm = c.get("seq_bare"), c.get("seq_mega")
+    if sb and sm:
+        t.caption = (
+            f"sequential call p50: bare {sb['p50_ms']:.2f} ms, MegaMCP {sm['p50_ms']:.2f} ms "
+            f"({sm['p50_ms'] / sb['p50_ms']:.2f}x); p99 {sb['p99_ms']:.2f} / {sm['p99_ms']:.2f} ms"
+        )
+    return t
+
+
+def targets(c: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """The issue's goals, computed from this run's rows."""
+    out = []
+    sb, sm = c.get("seq_bare"), c.get("seq_mega")
+    if sb and sm:
+        ratio = sm["p50_ms"] / sb["p50_ms"]
+        out.append(("sequential latency <= 1.3x bare", f"{ratio:.2f}x", ratio <= 1.3))
+    n = max(c["sizes"]) if c["sizes"] else 0
+    by = {(r["kind"], r["sessions"]): r for r in c["rows"]}
+    bare = by.get(("bare FastMCP", n))
+    one = by.get(("MegaMCP, 1 process", n))
+    multi = next((r for (k, s), r in by.items() if s == n and "workers" in k), None)
+    best = max((r for r in (one, multi) if r), key=lambda r: r["calls_per_s"], default=None)
+    if bare and best:
+        out.append(
+            (f"all {n} lifecycles complete", f"{best['completed']}/{n}", best["completed"] == n)
+        )
+        tp = best["calls_per_s"] / bare["calls_per_s"]
+        out.append((f"throughput @{n} >= 1.5x bare ({best['kind']})", f"{tp:.2f}x", tp >= 1.5))
+        p99 = best["p99_ms"] / bare["p99_ms"]
+        out.append((f"p99 @{n} <= 2x bare p99 ({best['kind']})", f"{p99:.2f}x", p99 <= 2))
+    if one and multi:
+        r = multi["calls_per_s"] / one["calls_per_s"]
+        out.append((f"{multi['kind']} >= 1.6x one process", f"{r:.2f}x", r >= 1.6))
+    return out
+
+
 def change(a: float | None, b: float | None) -> str:
     if not a or b is None:
         return "—"
@@ -258,13 +638,32 @@ def render(r: dict[str, Any]) -> Table:
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="weft-bench-megamcp-"))
     bundle = build_bundle(root / "bundle", args.seed_rows)
-    local = LocalServing(bundle, root / "local")
-    mega = MegaServing(bundle, root / "mega", workers=0)
     r: dict[str, Any] = {
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
-        "args": vars(args),
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "seed_db_bytes": (bundle / "seed.sqlite").stat().st_size,
+        "load_average_at_start": list(__import__("os").getloadavg()),
     }
+    phases = set(args.phases.split(","))
+    if "concurrency" in phases:
+        r["concurrency"] = await concurrency(args, bundle, root)
+        r["targets"] = targets(r["concurrency"])
+    if "policies" in phases:
+        r["policies"] = []
+        for interval in [float(x) for x in args.policies.split(",") if x]:
+            console.log(f"checkpoint policy: min interval {interval:g} s")
+            r["policies"].append(await policy_phase(args, bundle, root, interval))
+    if "appd" in phases:
+        await app_d(args, bundle, root, r)
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+    return r
+
+
+async def app_d(args: argparse.Namespace, bundle: Path, root: Path, r: dict[str, Any]) -> None:
+    local = LocalServing(bundle, root / "local")
+    mega = MegaServing(bundle, root / "mega", workers=0)
     console.log(
         f"seed DB {r['seed_db_bytes'] / 1024:.0f} KiB; cold phase, local ({args.cold_tasks} tasks)"
     )
@@ -275,7 +674,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         r["mega_cold"] = await cold_first_call(mega, args.cold_tasks, args.calls, args.seed_rows, 0)
         console.log("memory, MegaMCP, 50 sessions in 1 process")
         r["mega_mem50"] = await mega_memory(mega, 50)
-        console.log(f"rollout, MegaMCP, {args.sessions} concurrent sessions")
+        console.log(f"rollout, MegaMCP, {args.sessions} concurrent sessions (fastmcp clients)")
         r["mega_rollout"] = await concurrent(
             mega, args.sessions, args.calls, args.seed_rows, 10_000
         )
@@ -293,15 +692,26 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     r["local_fleet"] = await local_fleet(
         local, args.local_fleet, args.calls, args.seed_rows, args.local_fleet
     )
-    import shutil
-
-    shutil.rmtree(root, ignore_errors=True)
-    return r
 
 
 def cli() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sessions", type=int, default=1000, help="concurrent MegaMCP sessions")
+    p.add_argument(
+        "--phases",
+        default="concurrency,policies,appd",
+        help="comma list: concurrency (bare FastMCP vs MegaMCP table), policies (checkpoint "
+        "cost and loss), appd (paper App. D rows)",
+    )
+    p.add_argument("--policies", default="0,5", help="checkpoint_min_interval_s values to compare")
+    p.add_argument("--policy-sessions", type=int, default=100, help="sessions of each policy run")
+    p.add_argument(
+        "--concurrency", default="100,300,1000", help="concurrent sessions per table row"
+    )
+    p.add_argument(
+        "--conc-workers", type=int, default=2, help="prefork workers for the concurrency rows"
+    )
+    p.add_argument("--seq-calls", type=int, default=200, help="calls of the sequential phase")
+    p.add_argument("--sessions", type=int, default=1000, help="App. D rollout: sessions at once")
     p.add_argument("--calls", type=int, default=10, help="planned calls per task")
     p.add_argument(
         "--cold-tasks", type=int, default=10, help="tasks for the cold first-call median"
@@ -310,14 +720,28 @@ def cli() -> None:
     p.add_argument("--local-fleet", type=int, default=52, help="one-session local processes")
     p.add_argument("--workers", type=int, default=8, help="prefork workers for the 52-session run")
     p.add_argument("--quick", action="store_true", help="small smoke run")
-    p.add_argument("--out", type=Path, default=Path(__file__).with_name("last_run.json"))
+    p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = p.parse_args()
     if args.quick:
         args.sessions, args.cold_tasks, args.local_fleet, args.calls = 50, 3, 52, 4
+        args.concurrency, args.seq_calls = "20,50", 50
     r = asyncio.run(main(args))
-    args.out.write_text(json.dumps(r, indent=2, default=str))
-    Console(width=150).print(render(r))
-    console.log(f"figures written to {args.out}")
+    out = Console(width=150)
+    if "concurrency" in r:
+        out.print(render_concurrency(r["concurrency"]))
+        t = Table(title="Goals (issue 17), from this run")
+        for col in ("goal", "measured", "met"):
+            t.add_column(col)
+        for goal, value, met in r["targets"]:
+            t.add_row(goal, value, "yes" if met else "NO")
+        out.print(t)
+    if r.get("policies"):
+        out.print(render_policies(r["policies"]))
+    if "mega_cold" in r:
+        out.print(render(r))
+    if args.json is not None:
+        args.json.write_text(json.dumps(r, indent=2, default=str))
+        console.log(f"figures written to {args.json}")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,9 @@ def main(sandbox: Path) -> None:
     import uvicorn
 
     app = server.http_app(path="/mcp", stateless_http=True, json_response=True)
-    sock = socket.socket()
+    # IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (as MegaMCP's bind_socket).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
     print(f"PORT {sock.getsockname()[1]}", flush=True)

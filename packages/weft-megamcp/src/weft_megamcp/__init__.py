@@ -12,7 +12,11 @@ from typing import Any
 _EXPORTS = {
     "MegaMCPClient": "weft_megamcp.client",
     "MegaMCPHost": "weft_megamcp.host",
+    "BatchResult": "weft_megamcp.models",
+    "CallOp": "weft_megamcp.models",
     "CallResult": "weft_megamcp.models",
+    "FreezeOp": "weft_megamcp.models",
+    "VerifyOp": "weft_megamcp.models",
     "GroupHandle": "weft_megamcp.models",
     "GroupInfo": "weft_megamcp.models",
     "GroupStatus": "weft_megamcp.models",

@@ -14,9 +14,18 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
 from weft_core.exceptions import UserError, WeftRuntimeError
+from weft_megamcp.batch import run_batch, run_group
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import AuthError, GroupStateError, NotFoundError
-from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupInfo, VerificationResult
+from weft_megamcp.models import (
+    BatchRequest,
+    BatchResult,
+    CreateGroupRequest,
+    GroupHandle,
+    GroupInfo,
+    RunRequest,
+    VerificationResult,
+)
 from weft_megamcp.registry import MCPRecord, SnapshotRecord, VerifierRecord
 
 if TYPE_CHECKING:
@@ -106,6 +115,14 @@ def build_admin(core: HostCore) -> FastAPI:
     @r.post("/groups")
     async def create_group(req: CreateGroupRequest) -> GroupHandle:
         return await core.create_group(req)
+
+    @r.post("/runs")
+    async def run(req: RunRequest) -> BatchResult:
+        return await run_group(core, req)
+
+    @r.post("/groups/{group_id}/batch")
+    async def batch(group_id: str, req: BatchRequest) -> BatchResult:
+        return await run_batch(core, group_id, req)
 
     @r.get("/groups")
     async def list_groups() -> list[GroupInfo]:

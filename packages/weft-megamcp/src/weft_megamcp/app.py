@@ -11,6 +11,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
+import psutil  # type: ignore[import-untyped]
 from starlette.types import Receive, Scope, Send
 
 from weft_megamcp.admin import RegisterRequest, build_admin
@@ -58,6 +59,8 @@ class HostCore:
         self.metrics = MetricsAggregator()
         self.manager.call_hooks.append(lambda _session, entry: self.metrics.observe(entry))
         self.health_monitor = HealthMonitor(self.data_dir)
+        self._process = psutil.Process()
+        self._process.cpu_percent(None)
         ckpt_url = (
             settings.checkpoint_url
             or f"{settings.resolved_object_store_url.rstrip('/')}/checkpoints"
@@ -69,6 +72,7 @@ class HostCore:
             self.store,
             debounce_s=settings.checkpoint_debounce_s,
             max_delay_s=settings.checkpoint_max_delay_s,
+            min_interval_s=settings.checkpoint_min_interval_s,
         )
 
     @property
@@ -112,6 +116,8 @@ class HostCore:
         return {
             "status": "ok",
             "healthy": status.healthy,
+            # Busy share of one core since the previous /health: what placement balances on.
+            "load": round(self._process.cpu_percent(None) / 100.0, 3),
             "reasons": status.reasons,
             "groups": len(self.manager.groups),
             "uptime_s": round(time.time() - self.started_at, 1),

@@ -32,7 +32,11 @@ from weft_megamcp.exceptions import (
     NotFoundError,
 )
 from weft_megamcp.models import (
+    BatchOp,
+    BatchRequest,
+    BatchResult,
     CallResult,
+    CreateGroupRequest,
     GroupHandle,
     GroupInfo,
     SessionInfo,
@@ -230,6 +234,51 @@ class MegaMCPClient:
             "POST", f"/admin/groups/{_gid(group)}/verify", {"checkpoint": checkpoint}
         )
         return VerificationResult.model_validate(data)
+
+    async def batch(
+        self,
+        group: GroupRef,
+        ops: list[BatchOp],
+        *,
+        stop_on_error: bool = True,
+        close: bool = False,
+    ) -> BatchResult:
+        """Run calls, checks and freezes on a group in order, in one request (see batch.py);
+        `close=True` closes the group afterwards, whatever happened."""
+        if close and isinstance(group, GroupHandle):
+            for s in group.sessions.values():
+                await self._drop_session(s.session_id)
+        req = BatchRequest(ops=ops, stop_on_error=stop_on_error, close=close)
+        data = await self._req(
+            "POST", f"/admin/groups/{_gid(group)}/batch", req.model_dump(mode="json")
+        )
+        return BatchResult.model_validate(data)
+
+    async def run(
+        self,
+        mcps: dict[str, str | None] | list[str],
+        ops: list[BatchOp],
+        *,
+        verifier: Any = None,
+        task_id: str | None = None,
+        bindings: dict[str, Any] | None = None,
+        stop_on_error: bool = True,
+        close: bool = True,
+    ) -> BatchResult:
+        """Create a group, run `ops` on it and close it (unless `close=False`): one request."""
+        create = CreateGroupRequest(
+            mcps={m: None for m in mcps} if isinstance(mcps, list) else mcps,
+            verifier=_verifier_json(verifier),
+            task_id=task_id,
+            bindings=bindings or {},
+        )
+        req = {
+            "create": create.model_dump(mode="json"),
+            **BatchRequest(ops=ops, stop_on_error=stop_on_error, close=close).model_dump(
+                mode="json"
+            ),
+        }
+        return BatchResult.model_validate(await self._req("POST", "/admin/runs", req))
 
     async def ledger(self, group: GroupRef) -> dict[str, list[LedgerEntry]]:
         data = await self._req("GET", f"/admin/groups/{_gid(group)}/ledger")

@@ -51,6 +51,7 @@ from weft_megamcp.models import (
 from weft_megamcp.registry import MCPKind, Registry
 from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer
+from weft_megamcp.session_sqlite import apply_to_sessions_under
 from weft_megamcp.stdio_runtime import CommandRuntime
 from weft_megamcp.verifier import FINAL, run_verifier
 
@@ -103,6 +104,7 @@ class GroupManager:
         self.snapshots_dir = self.data_dir / "snapshots"
         self.groups_dir.mkdir(parents=True, exist_ok=True)
         self.snapshots_dir.mkdir(parents=True, exist_ok=True)
+        apply_to_sessions_under(self.groups_dir)
         self.registry = registry
         self.token_ttl_s = token_ttl_s
         self.call_timeout_s = call_timeout_s
@@ -146,6 +148,12 @@ class GroupManager:
         if time.time() > session.expires_at:
             raise AuthError("token expired")
         return session
+
+    def moved_away(self, token: str) -> bool:
+        """True for a token this process does not serve and never revoked: its group lives on
+        another worker now (or never existed; the master answers that with a 401)."""
+        sha = token_sha(token)
+        return sha not in self._by_token and sha not in self._revoked
 
     def group_of(self, session: HostedSession) -> HostedGroup:
         return self.get(session.group_id)

@@ -172,6 +172,9 @@ class WorkerState(BaseModel):
     healthy: bool = True
     accepting: bool = Field(default=True, description="False while draining or shutting down.")
     capacity: int = Field(default=1000, ge=0, description="Maximum sessions on this worker.")
+    load: float = Field(
+        default=0.0, ge=0, description="Measured busy share of a core (from the worker's /health)."
+    )
     sessions: dict[str, str] = Field(
         default_factory=dict, description="session_id -> MCP key (e.g. 'notes@3') it serves."
     )
@@ -222,10 +225,13 @@ class PlacementPolicy:
             raise NoPlacementError(
                 f"no healthy worker can take a session of {mcp_key!r} (cap {cap} per process)"
             )
+        # Measured load first (in coarse steps, so stale samples do not herd every new
+        # session onto one worker), then session count.
         return min(
             candidates,
             key=lambda w: (
                 w.instances_of(mcp_key) == 0,
+                round(w.load * 4) / 4,
                 len(w.sessions) / max(w.capacity, 1),
                 w.worker_id,
             ),

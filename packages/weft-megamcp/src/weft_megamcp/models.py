@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -93,3 +93,74 @@ class CreateGroupRequest(BaseModel):
     bindings: dict[str, Any] = Field(
         default_factory=dict, description="Entity bindings for check values."
     )
+
+
+class CallOp(BaseModel):
+    """Run one tool call on the group's session of `mcp` (ledgered like an agent's call)."""
+
+    op: Literal["call"] = "call"
+    mcp: str = Field(description="MCP id of the group's session (a key of the handle's sessions).")
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class VerifyOp(BaseModel):
+    """Run the checks of one checkpoint on the live state; no checkpoint: freeze + final checks."""
+
+    op: Literal["verify"] = "verify"
+    checkpoint: str | None = None
+
+
+class FreezeOp(BaseModel):
+    op: Literal["freeze"] = "freeze"
+
+
+BatchOp = Annotated[CallOp | VerifyOp | FreezeOp, Field(discriminator="op")]
+
+
+class BatchRequest(BaseModel):
+    """Operations on one group, in order, in one request (construction-time replay and checks)."""
+
+    ops: list[BatchOp] = Field(default_factory=list)
+    stop_on_error: bool = Field(
+        default=True,
+        description="Stop at the first tool error, failed check or verifier error; later ops "
+        "are not run (a close still is).",
+    )
+    close: bool = Field(
+        default=False, description="Close the group after the ops, whatever happened."
+    )
+
+
+class RunRequest(BatchRequest):
+    """Create a group, run ops on it and (by default) close it: a whole replay in one request."""
+
+    create: CreateGroupRequest
+    close: bool = True
+
+
+class BatchStep(BaseModel):
+    op: str
+    call: CallResult | None = None
+    verification: VerificationResult | None = None
+    error: str | None = Field(
+        default=None, description="Why the op could not run, if it could not."
+    )
+
+    @property
+    def failed(self) -> bool:
+        if self.error is not None:
+            return True
+        if self.call is not None:
+            return self.call.is_error
+        if self.verification is not None:
+            return not self.verification.passed or self.verification.error is not None
+        return False
+
+
+class BatchResult(BaseModel):
+    group_id: str
+    steps: list[BatchStep]
+    stopped_at: int | None = Field(default=None, description="Index of the op that stopped it.")
+    closed: bool = False
+    handle: GroupHandle | None = Field(default=None, description="The group a run created.")

@@ -4,8 +4,12 @@ The master preloads the common stack in a fork server (multiprocessing "forkserv
 preload list), so each worker is forked from a process that already imported fastapi,
 sqlmodel/sqlalchemy, pydantic and fastmcp; workers are forked on demand as groups are placed.
 A worker is a complete single-process host (HostCore) on its own 127.0.0.1 port; the master
-keeps the registry API, places each group on one worker, and forwards that group's admin and
-MCP traffic by group id / bearer token. When a worker dies, the master forks a replacement and
+keeps the registry API, places each group on one worker (by measured load), and forwards that
+group's admin traffic by group id. MCP traffic does not pass through the master: a session's URL
+names its worker's port directly. The master owns each worker's listening socket and hands it
+to the worker process, so a replacement worker serves the same port (connections made while it
+starts wait in the socket's backlog) and session URLs stay valid. A session whose group moved
+to another worker is forwarded by its old worker to the master, which routes by token. When a worker dies, the master forks a replacement and
 has it adopt the dead worker's groups from their files on local disk (every committed write is
 already in the session's SQLite file), so sessions resume with their tokens.
 """
@@ -21,6 +25,7 @@ import multiprocessing.connection
 import os
 import re
 import signal
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,7 +41,7 @@ from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
-from weft_megamcp.host import bind_socket, url_of, uvicorn_options
+from weft_megamcp.host import STARTUP_TIMEOUT_S, bind_socket, url_of, uvicorn_options
 from weft_megamcp.metrics import MetricsReport, render_prometheus
 from weft_megamcp.settings import MegaMCPSettings
 
@@ -73,23 +78,110 @@ def _exit_with_master(master_pid: int) -> None:
             os._exit(0)
 
 
+ROUTED_HEADER = "x-megamcp-routed"  # set by the master: the worker must not send it back
+
+
+class MasterFallback:
+    """Worker-side ASGI wrapper: an MCP request whose token this worker does not know (its
+    group moved to another worker) is forwarded to the master, which routes by token. Requests
+    the master already routed, revoked tokens and admin traffic are served here as usual."""
+
+    def __init__(self, app: HostASGI, master_url: str) -> None:
+        self.app = app
+        self.master_url = master_url
+        self._http: httpx.AsyncClient | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or path.startswith("/admin") or path == "/health":
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+        }
+        token = bearer(headers)
+        if token is None or ROUTED_HEADER in headers or not self.app.core.manager.moved_away(token):
+            await self.app(scope, receive, send)
+            return
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10))
+        body = await _read_body(receive)
+        try:
+            resp = await _forward(self._http, self.master_url, scope, body, routed=False)
+        except httpx.HTTPError as exc:
+            await _send_json(send, 502, {"detail": f"master unreachable: {type(exc).__name__}"})
+            return
+        await _relay(send, resp)
+
+
 def _worker_main(
     settings_json: str,
     master_url: str,
+    sock: socket.socket,
     conn: multiprocessing.connection.Connection,
     master_pid: int = 0,
 ) -> None:
-    """Entry of a forked worker: bind a free port, report it, serve until terminated."""
+    """Entry of a forked worker: serve the socket the master bound for this worker index."""
     if master_pid:
         threading.Thread(target=_exit_with_master, args=(master_pid,), daemon=True).start()
     settings = MegaMCPSettings.model_validate_json(settings_json)
     core = HostCore(settings, run_reaper=False)
-    core.base_url = master_url  # session URLs point at the master, which routes by token
-    sock = bind_socket(settings.host, 0)
+    core.base_url = url_of(settings.host, sock.getsockname()[1])  # clients come straight here
     conn.send(sock.getsockname()[1])
     conn.close()
-    server = uvicorn.Server(uvicorn.Config(HostASGI(core), **uvicorn_options(settings)))
+    app = MasterFallback(HostASGI(core), master_url)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
     server.run(sockets=[sock])
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        msg = await receive()
+        chunks.append(msg.get("body", b""))
+        if not msg.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _forward(
+    http: httpx.AsyncClient, base: str, scope: Scope, body: bytes, *, routed: bool
+) -> httpx.Response:
+    headers = [
+        (k.decode("latin-1"), v.decode("latin-1"))
+        for k, v in scope.get("headers", [])
+        if k.decode("latin-1").lower() not in _HOP_HEADERS
+    ]
+    if routed:
+        headers.append((ROUTED_HEADER, "1"))
+    qs = scope.get("query_string", b"").decode()
+    url = base + scope["path"] + (f"?{qs}" if qs else "")
+    return await http.request(scope["method"], url, headers=headers, content=body)
+
+
+async def _relay(send: Send, resp: httpx.Response) -> None:
+    headers = [
+        (k.encode(), v.encode())
+        for k, v in resp.headers.items()
+        if k.lower() not in _HOP_HEADERS | {"content-encoding"}
+    ]
+    headers.append((b"content-length", str(len(resp.content)).encode()))
+    await send({"type": "http.response.start", "status": resp.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": resp.content})
+
+
+async def _send_json(send: Send, status: int, data: Any) -> None:
+    body = json.dumps(data).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 @dataclass
@@ -119,6 +211,7 @@ class Master:
         ctx.set_forkserver_preload(PRELOAD)
         self.ctx = ctx
         self.workers: dict[int, Worker] = {}
+        self.sockets: dict[int, socket.socket] = {}  # per worker index, kept across replacements
         self.group_worker: dict[str, int] = {}
         self.token_group: dict[str, str] = {}
         self.http = httpx.AsyncClient(
@@ -141,24 +234,47 @@ class Master:
             update={"workers": 0, "admin_token": self.admin_token, "port": 0}
         ).model_dump_json()
 
+    def _worker_socket(self, index: int) -> socket.socket:
+        """The listening socket of worker `index`: the port it had in the previous run of this
+        data dir when that port is free (session URLs of resumed groups keep working), else a
+        new one."""
+        ports_file = self.core.data_dir / "worker_ports.json"
+        try:
+            ports = json.loads(ports_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            ports = {}
+        sock = None
+        if str(index) in ports:
+            with contextlib.suppress(OSError):
+                sock = bind_socket(self.settings.host, int(ports[str(index)]))
+        if sock is None:
+            sock = bind_socket(self.settings.host, 0)
+        ports[str(index)] = sock.getsockname()[1]
+        ports_file.write_text(json.dumps(ports), encoding="utf-8")
+        return sock
+
     async def _fork_worker(self, index: int) -> Worker:
+        if index not in self.sockets:
+            self.sockets[index] = self._worker_socket(index)
         parent, child = self.ctx.Pipe(duplex=False)
         proc = self.ctx.Process(
             target=_worker_main,
-            args=(self._worker_settings(), self.url, child, os.getpid()),
+            args=(self._worker_settings(), self.url, self.sockets[index], child, os.getpid()),
             name=f"megamcp-worker-{index}",
             daemon=True,
         )
         await asyncio.to_thread(proc.start)
         child.close()
-        ready = await asyncio.to_thread(parent.poll, 60)
+        ready = await asyncio.to_thread(parent.poll, STARTUP_TIMEOUT_S)
         if not ready:
             proc.kill()
-            raise RuntimeError(f"worker {index} did not report its port within 60 s")
+            raise RuntimeError(
+                f"worker {index} did not report its port within {STARTUP_TIMEOUT_S:g} s"
+            )
         port = parent.recv()
         parent.close()
         worker = Worker(index=index, process=proc, url=url_of(self.settings.host, port))
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             with contextlib.suppress(httpx.HTTPError):
                 if (await self.http.get(f"{worker.url}/health", timeout=2)).status_code == 200:
@@ -272,6 +388,8 @@ class Master:
             if w.process.is_alive():
                 w.process.kill()
         await self.http.aclose()
+        for sock in self.sockets.values():
+            sock.close()
         await self.core.stop()
 
     async def _worker_for_group(self, group_id: str) -> Worker | None:
@@ -344,6 +462,7 @@ class Master:
             try:
                 data = (await self.http.get(f"{w.url}/health", timeout=5)).json()
                 w.healthy = w.state.healthy = bool(data.get("healthy", True))
+                w.state.load = float(data.get("load", 0.0))
             except (httpx.HTTPError, ValueError):
                 continue
         if any(
@@ -428,7 +547,11 @@ class Master:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         path: str = scope.get("path", "")
-        if path.startswith("/admin/workers") or path == "/admin/groups" or _GROUP_PATH.match(path):
+        if (
+            path.startswith("/admin/workers")
+            or path in ("/admin/groups", "/admin/runs")
+            or _GROUP_PATH.match(path)
+        ):
             if not self._is_admin(scope):
                 await self._json(send, 401, {"detail": "admin token missing or wrong"})
                 return
@@ -512,53 +635,25 @@ class Master:
         ]
 
     async def _json(self, send: Send, status: int, data: Any) -> None:
-        body = json.dumps(data).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await _send_json(send, status, data)
 
     async def _body(self, receive: Receive) -> bytes:
-        chunks = []
-        while True:
-            msg = await receive()
-            chunks.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                return b"".join(chunks)
+        return await _read_body(receive)
 
     async def _forward(self, worker: Worker, scope: Scope, body: bytes) -> httpx.Response:
-        headers = [
-            (k.decode("latin-1"), v.decode("latin-1"))
-            for k, v in scope.get("headers", [])
-            if k.decode("latin-1").lower() not in _HOP_HEADERS
-        ]
-        qs = scope.get("query_string", b"").decode()
-        url = worker.url + scope["path"] + (f"?{qs}" if qs else "")
-        return await self.http.request(scope["method"], url, headers=headers, content=body)
+        return await _forward(self.http, worker.url, scope, body, routed=True)
 
     async def _relay(self, send: Send, resp: httpx.Response) -> None:
-        headers = [
-            (k.encode(), v.encode())
-            for k, v in resp.headers.items()
-            if k.lower() not in _HOP_HEADERS | {"content-encoding"}
-        ]
-        headers.append((b"content-length", str(len(resp.content)).encode()))
-        await send({"type": "http.response.start", "status": resp.status_code, "headers": headers})
-        await send({"type": "http.response.body", "body": resp.content})
+        await _relay(send, resp)
 
     async def _group_admin(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         body = await self._body(receive)
-        if path == "/admin/groups":
+        if path == "/admin/groups" or path == "/admin/runs":
             if scope["method"] == "POST":
                 try:
-                    requested = json.loads(body or b"{}").get("mcps", {})
+                    data = json.loads(body or b"{}")
+                    create = data.get("create", {}) if path == "/admin/runs" else data
+                    requested = create.get("mcps", {})
                     keys = [k for k, shared in map(self._mcp_key, requested) if shared]
                     worker = await self._place(keys)
                 except (ValueError, AttributeError, TypeError):
@@ -572,8 +667,12 @@ class Master:
                     )
                     return
                 resp = await self._forward(worker, scope, body)
-                if resp.status_code == 200:
+                if resp.status_code == 200 and path == "/admin/groups":
                     self._remember(worker, [resp.json()])
+                elif resp.status_code == 200:  # a run: its group lives on unless it was closed
+                    run = resp.json()
+                    if not run.get("closed") and run.get("handle"):
+                        self._remember(worker, [run["handle"]])
                 await self._relay(send, resp)
             else:
                 out: list[Any] = []
@@ -608,7 +707,10 @@ class Master:
             return
         if resp.status_code == 200 and action == "/fork":
             self._remember(owner, resp.json())
-        if resp.status_code == 200 and action == "/close":
+        closed_by_batch = (
+            action == "/batch" and resp.status_code == 200 and resp.json().get("closed")
+        )
+        if resp.status_code == 200 and (action == "/close" or closed_by_batch):
             self._forget(owner, gid)
             self.group_worker.pop(gid, None)
             self.group_sessions.pop(gid, None)

@@ -54,6 +54,7 @@ class SessionRecovery:
         *,
         debounce_s: float = 0.5,
         max_delay_s: float = 5.0,
+        min_interval_s: float = 0.0,
         owner: str | None = None,
     ) -> None:
         self.manager = manager
@@ -61,6 +62,7 @@ class SessionRecovery:
         self.objects = objects
         self.debounce_s = debounce_s
         self.max_delay_s = max_delay_s
+        self.min_interval_s = min_interval_s
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.checkpointers: dict[str, DebouncedCheckpointer] = {}
         self._starting: dict[str, asyncio.Task[None]] = {}
@@ -97,6 +99,7 @@ class SessionRecovery:
             workspace=session.workspace,
             debounce_s=self.debounce_s,
             max_delay_s=self.max_delay_s,
+            min_interval_s=self.min_interval_s,
         )
         ck.version = ck.durable_version = 0
         return ck

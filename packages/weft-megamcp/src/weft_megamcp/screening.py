@@ -77,7 +77,10 @@ class ScreeningSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WEFT_MEGAMCP_SCREEN_")
 
     shared_cap: int = Field(
-        default=64, ge=1, description="Instances per process for servers with a clean screen."
+        default=100_000,
+        ge=1,
+        description="Instances per process for servers with a clean screen: nothing process-global "
+        "to protect, so no real cap; placement balances workers by measured load instead.",
     )
     limited_cap: int = Field(
         default=4, ge=1, description="Instances per process for servers with warning findings."

@@ -66,7 +66,14 @@ class MegaMCPSettings(BaseSettings):
     checkpoint_max_delay_s: float = Field(
         default=5.0,
         gt=0,
-        description="Upper bound between a write and the checkpoint that covers it.",
+        description="Upper bound between a write and the checkpoint that covers it "
+        "(with checkpoint_min_interval_s: the larger of the two, plus one checkpoint's duration).",
+    )
+    checkpoint_min_interval_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="A session is checkpointed at most once per this interval: the durability "
+        "window a host crash can lose, traded for checkpoint CPU under load.",
     )
     checkpoint_url: str | None = Field(
         default=None,

@@ -157,3 +157,72 @@ def test_bad_windows_are_refused(store: CheckpointStore, tmp_path: Path) -> None
     lease = store.acquire("s1", "w")
     with pytest.raises(ValueError, match="debounce"):
         DebouncedCheckpointer(store, lease, None, debounce_s=2, max_delay_s=1)
+
+
+async def test_min_interval_spaces_checkpoints_and_bounds_the_window(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    db = make_db(tmp_path / "live.sqlite")
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(
+        store, lease, db, debounce_s=0.01, max_delay_s=0.02, min_interval_s=0.5
+    )
+    loop = asyncio.get_running_loop()
+    _insert(db, "a")
+    ckpt.notify_mutation(1)
+    await ckpt.wait_durable(1, timeout=30)
+    first = loop.time()
+    _insert(db, "b")
+    ckpt.notify_mutation(2)
+    await asyncio.sleep(0.1)
+    assert ckpt.durable_version == 1  # within the interval: not yet
+    await ckpt.wait_durable(2, timeout=30)
+    assert loop.time() - first >= 0.45
+    assert ckpt.checkpoints == 2
+    store.restore_latest("s1", tmp_path / "r.sqlite")
+    assert row_ids(tmp_path / "r.sqlite") == [1, 2]
+
+
+async def test_unchanged_workspace_reuses_its_tarball(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    db = make_db(tmp_path / "live.sqlite")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one")
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, workspace=ws, debounce_s=0.01, max_delay_s=0.02)
+    _insert(db, "a")
+    ckpt.notify_mutation(1)
+    first = await ckpt.wait_durable(1, timeout=30)
+    _insert(db, "b")
+    ckpt.notify_mutation(2)
+    second = await ckpt.wait_durable(2, timeout=30)
+    assert second.db_key != first.db_key
+    assert second.workspace_key == first.workspace_key  # DB-only write: no new tarball
+    (ws / "a.txt").write_text("two!")
+    ckpt.notify_mutation(3)
+    third = await ckpt.wait_durable(3, timeout=30)
+    assert third.workspace_key != first.workspace_key
+    out = tmp_path / "out"
+    store.fetch(third, tmp_path / "r.sqlite", out)
+    assert (out / "a.txt").read_text() == "two!"
+
+
+def test_snapshot_sqlite_copies_committed_state_only(tmp_path: Path) -> None:
+    from weft_megamcp.checkpoints import snapshot_sqlite
+
+    db = tmp_path / "live.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode=MEMORY")
+    con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
+    con.execute("INSERT INTO item (name) VALUES ('committed')")
+    con.commit()
+    con.execute("INSERT INTO item (name) VALUES ('in flight')")  # open transaction, RESERVED
+    snapshot_sqlite(db, tmp_path / "snap.sqlite")
+    con.rollback()
+    con.close()
+    assert row_ids(tmp_path / "snap.sqlite") == [1]
+    wal = make_db(tmp_path / "wal.sqlite", rows=3)  # WAL: through the backup API
+    snapshot_sqlite(wal, tmp_path / "wal-snap.sqlite")
+    assert row_ids(tmp_path / "wal-snap.sqlite") == [1, 2, 3]

@@ -3,7 +3,8 @@
 State comes from `weft_core.binding.current_binding()` at call time: one SQLAlchemy engine per
 session DB path (NullPool, cached, disposed by a release hook) and the session's workspace folder
 for file tools. The MCP tools are registered with the spec's exact names and input schemas and
-each forwards its arguments to its FastAPI route in-process (ASGI, no socket).
+each forwards its arguments to its FastAPI route in-process (a direct ASGI call: no HTTP
+client, no socket).
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-import httpx
 import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -229,23 +229,28 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class RouteTool(Tool):
-    """An MCP tool with the spec's name and input schema that calls its FastAPI route in-process."""
+    """An MCP tool with the spec's name and input schema that calls its FastAPI route in-process.
 
-    def __init__(self, *, client: httpx.AsyncClient, route: str, **kwargs: Any) -> None:
+    The route is called as an ASGI request directly (no HTTP client, no socket): FastAPI still
+    validates the body, resolves dependencies and runs its exception handlers, but the httpx
+    request/response machinery of an ASGITransport is skipped.
+    """
+
+    def __init__(self, *, app: FastAPI, route: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._client = client
+        self._app = app
         self._route = route
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
-            resp = await self._client.post(self._route, json=arguments or {})
+            status, body = await call_route(self._app, self._route, arguments or {})
         except Exception as exc:  # the route crashed outside FastAPI's handlers
             return ToolResult(content=f"internal_error: {type(exc).__name__}", is_error=True)
         try:
-            data = resp.json()
+            data = json.loads(body)
         except ValueError:
-            data = {"error": "internal_error", "message": resp.text[:200]}
-        if resp.status_code >= 400:
+            data = {"error": "internal_error", "message": body[:200].decode("utf-8", "replace")}
+        if status >= 400:
             if not isinstance(data, dict):
                 data = {"error": "internal_error", "message": str(data)[:200]}
             return ToolResult(
@@ -254,6 +259,53 @@ class RouteTool(Tool):
         if not isinstance(data, dict):
             data = {"result": data}
         return ToolResult(structured_content=data)
+
+
+class _RouteCall:
+    """One in-process request to a route: the ASGI receive/send pair and what came back."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload: bytes | None = payload
+        self.status = 500
+        self.chunks: list[bytes] = []
+
+    async def receive(self) -> dict[str, Any]:
+        if self.payload is not None:
+            body, self.payload = self.payload, None
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = int(message["status"])
+        elif message["type"] == "http.response.body":
+            self.chunks.append(message.get("body", b""))
+
+
+async def call_route(app: FastAPI, path: str, arguments: dict[str, Any]) -> tuple[int, bytes]:
+    """POST `arguments` as JSON to `path` of `app` through ASGI; (status, response body)."""
+    payload = json.dumps(arguments).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"bundle"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+        ],
+        "client": ("127.0.0.1", 0),
+        "server": ("bundle", 80),
+    }
+    call = _RouteCall(payload)
+    await app(scope, call.receive, call.send)
+    return call.status, b"".join(call.chunks)
 
 
 def load_tool_specs() -> list[dict[str, Any]]:
@@ -267,7 +319,6 @@ def build_mcp(
     """The FastMCP server of `app`: one tool per spec tool that has a route (and is certified, when
     a certified set is given), with the spec's exact name, description and input schema."""
     register_release_hook(release)
-    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bundle")
     server = FastMCP(name=name)
     for tool in load_tool_specs():
         tname = tool["name"]
@@ -275,7 +326,7 @@ def build_mcp(
             continue
         server.add_tool(
             RouteTool(
-                client=client,
+                app=app,
                 route=routes[tname],
                 name=tname,
                 description=tool.get("description") or "",

@@ -7,7 +7,11 @@ from weft_megamcp.checkpoints._errors import (
     FencingError,
     LeaseHeldError,
 )
-from weft_megamcp.checkpoints.checkpointer import DebouncedCheckpointer, backup_sqlite
+from weft_megamcp.checkpoints.checkpointer import (
+    DebouncedCheckpointer,
+    backup_sqlite,
+    snapshot_sqlite,
+)
 from weft_megamcp.checkpoints.reaper import Reaper, ReapReport, ShutdownJournal
 from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease, SessionStatus
 
@@ -25,4 +29,5 @@ __all__ = [
     "SessionStatus",
     "ShutdownJournal",
     "backup_sqlite",
+    "snapshot_sqlite",
 ]

@@ -312,10 +312,15 @@ class CheckpointStore:
         *,
         workspace: str | Path | None = None,
         state_version: int = 0,
+        consume: bool = False,
+        unchanged_workspace_of: CheckpointRef | None = None,
     ) -> CheckpointRef:
         """Upload a consistent snapshot (a closed SQLite file, e.g. from the backup API) and an
         optional workspace folder, then publish them as the session's latest checkpoint.
 
+        `consume=True` lets a local store move `db_file` into place instead of copying it (the
+        caller's temp snapshot, from `scratch_path`). `unchanged_workspace_of`: the caller knows
+        the workspace equals that earlier checkpoint's, so its tarball is reused, not rebuilt.
         Raises FencingError when `lease` is stale, before and after the upload.
         """
         self.check_fence(lease)
@@ -334,10 +339,16 @@ class CheckpointStore:
             ref.db_bytes = db_path.stat().st_size
             if not self.fs.exists(ref.db_key):
                 self.fs.makedirs(gdir, exist_ok=True)
-                tmp = f"{gdir}/.tmp-{uuid.uuid4().hex}"
-                self.fs.put_file(str(db_path), tmp)
-                self.fs.mv(tmp, ref.db_key)
-        if workspace is not None:
+                if consume and self._local:
+                    os.replace(db_path, ref.db_key)  # same filesystem: see scratch_path
+                else:
+                    tmp = f"{gdir}/.tmp-{uuid.uuid4().hex}"
+                    self.fs.put_file(str(db_path), tmp)
+                    self.fs.mv(tmp, ref.db_key)
+        reuse = unchanged_workspace_of
+        if workspace is not None and reuse is not None and reuse.workspace_key is not None:
+            ref.workspace_key, ref.workspace_sha256 = reuse.workspace_key, reuse.workspace_sha256
+        elif workspace is not None:
             blob = _tar_workspace(Path(workspace))
             digest = hashlib.sha256(blob).hexdigest()
             ref.workspace_key = f"{gdir}/{seq:010d}-{digest}.tar.gz"
@@ -348,6 +359,16 @@ class CheckpointStore:
         self.check_fence(lease)
         self._write_atomic(f"{gdir}/MANIFEST.json", ref.model_dump_json().encode())
         return ref
+
+    def scratch_path(self, session_id: str) -> Path:
+        """A fresh temp file name for a snapshot about to be `put(consume=True)`: inside the
+        store for a local store (so the put is a rename), in the system temp dir otherwise."""
+        name = f".snap-{uuid.uuid4().hex}.sqlite"
+        if self._local:
+            folder = Path(self._session_dir(session_id)) / "scratch"
+            folder.mkdir(parents=True, exist_ok=True)
+            return folder / name
+        return Path(tempfile.gettempdir()) / name
 
     def fetch(
         self,

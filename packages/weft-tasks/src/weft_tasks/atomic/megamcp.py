@@ -7,14 +7,25 @@ sessions, so the evidence is what an agent's rollout would produce.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from weft_tasks.atomic.execution import ToolReturn
+from weft_core.exceptions import WeftRuntimeError
+from weft_core.models import ReferenceCall
+from weft_tasks.atomic.execution import (
+    RunRecord,
+    StepRecord,
+    TemplateError,
+    ToolReturn,
+    extract,
+    render,
+    template_names,
+)
 from weft_tasks.exceptions import ExecutionError
 
 
@@ -105,3 +116,122 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+class BatchedGroup:
+    """A MegaMCP session group driven in batches: the first request creates it, each request
+    carries as many reference calls as their binds allow plus the checks that follow them, and
+    the last one closes it. A task whose calls need no value an earlier call of the same batch
+    binds costs one request (create, calls, checks, close) instead of one per call and check.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        mcps: dict[str, str | None],
+        mcp_ids: dict[str, str],
+        *,
+        verifier: Any,
+        task_id: str | None,
+        bindings: dict[str, Any] | None = None,
+    ) -> None:
+        self.client = client
+        self.mcps = mcps
+        self.mcp_ids = mcp_ids
+        self.verifier = verifier
+        self.task_id = task_id
+        self.bindings = bindings or {}
+        self.group_id: str | None = None
+        self.closed = False
+        self.requests = 0
+        self.calls = 0
+
+    async def send(self, ops: list[dict[str, Any]], *, close: bool = False) -> list[Any]:
+        """Run `ops` (batch op dicts) on the group, creating it first if needed; their steps."""
+        if self.group_id is None:
+            res = await self.client.run(
+                self.mcps,
+                ops,
+                verifier=self.verifier,
+                task_id=self.task_id,
+                bindings=self.bindings,
+                close=close,
+            )
+        else:
+            res = await self.client.batch(self.group_id, ops, close=close)
+        self.requests += 1
+        self.group_id, self.closed = res.group_id, res.closed
+        return list(res.steps)
+
+    async def close(self) -> None:
+        """Close the group if a batch has not; a failing close never changes a verdict."""
+        if self.group_id is not None and not self.closed:
+            with contextlib.suppress(WeftRuntimeError):
+                await self.client.close(self.group_id)
+            self.closed = True
+
+    async def run_calls(
+        self,
+        mcp: str,
+        calls: Sequence[ReferenceCall],
+        env: Mapping[str, Any],
+        *,
+        then: Sequence[dict[str, Any]] = (),
+        close: bool = False,
+    ) -> tuple[RunRecord, list[Any]]:
+        """`execution.run_calls` over batches, then the ops `then` in the last batch. Returns the
+        run record (same steps, binds and stopping rule) and the steps of `then` (empty when a
+        call failed: a batch stops at its first error)."""
+        record = RunRecord(env=dict(env))
+        pending: list[tuple[int, ReferenceCall, dict[str, Any]]] = []
+        binds: set[str] = set()
+
+        async def flush(extra: list[dict[str, Any]], close_after: bool) -> list[Any]:
+            ops = [
+                {"op": "call", "mcp": self.mcp_ids.get(mcp, mcp), "tool": c.tool, "arguments": a}
+                for _, c, a in pending
+            ]
+            steps = await self.send(ops + extra, close=close_after)
+            for (i, call, args), step in zip(pending, steps, strict=False):
+                self.calls += 1
+                rec = StepRecord(call.tool, args)
+                record.steps.append(rec)
+                rec.returned = (
+                    to_return(step.call)
+                    if step.call is not None
+                    else ToolReturn(is_error=True, text=step.error or "call not run")
+                )
+                if rec.returned.is_error:
+                    rec.error = f"tool error: {rec.returned.text[:300]}"
+                    record.failed_at = i
+                    return []
+                for name, path in call.bind.items():
+                    try:
+                        record.env[name] = extract(rec.returned.value, path)
+                    except KeyError:
+                        rec.missing_binds.append(name)
+            tail = steps[len(pending) :]
+            pending.clear()
+            binds.clear()
+            return tail
+
+        for i, call in enumerate(calls):
+            if pending and template_names(call.arguments) & binds:
+                await flush([], False)  # this call needs a value the pending ones bind
+                if not record.ok:
+                    return record, []
+            try:
+                args = render(call.arguments, record.env)
+            except TemplateError as exc:
+                if pending:
+                    await flush([], False)
+                    if not record.ok:
+                        return record, []
+                record.steps.append(StepRecord(call.tool, dict(call.arguments), error=str(exc)))
+                record.failed_at = i
+                return record, []
+            pending.append((i, call, args))
+            binds.update(call.bind)
+        if not pending and not then and not close:
+            return record, []
+        return record, await flush(list(then), close)

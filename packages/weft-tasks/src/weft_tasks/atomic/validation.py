@@ -18,8 +18,8 @@ from typing import Any
 from weft_core.exceptions import WeftRuntimeError
 from weft_core.models import AtomicTask, Check, EvaluationResult, ValidationEvidence
 from weft_tasks.atomic.bundle import BundleView
-from weft_tasks.atomic.execution import input_values, render_checks, run_calls
-from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256, megamcp_client
+from weft_tasks.atomic.execution import input_values, render_checks
+from weft_tasks.atomic.megamcp import BatchedGroup, Registrar, file_sha256, megamcp_client
 
 
 async def close_quietly(client: Any, group: Any) -> None:
@@ -49,6 +49,7 @@ class MegaMCPValidator:
         self.registrar = registrar or Registrar(client)
         self._sem = asyncio.Semaphore(concurrency)
         self.calls = 0
+        self.requests = 0  # MegaMCP requests made (batched: about one per task)
 
     async def validate(
         self, bundle: BundleView, tasks: Sequence[AtomicTask]
@@ -66,36 +67,51 @@ class MegaMCPValidator:
         except ValueError as exc:
             return ValidationEvidence(passed=False, error=f"checks cannot be instantiated: {exc}")
         async with self._sem:
-            group = await self.client.create_group(
-                mcps={mcp_id: None}, verifier={"final": checks_payload(checks)}, task_id=task.id
+            group = BatchedGroup(
+                self.client,
+                {mcp_id: None},
+                {bundle.mcp: mcp_id},
+                verifier={"final": checks_payload(checks)},
+                task_id=task.id,
             )
             try:
-                caller = GroupCaller(self.client, group, {bundle.mcp: mcp_id})
-                run = await run_calls(caller, bundle.mcp, task.reference_calls, env)
-                self.calls += caller.calls
+                # calls, freeze and final checks, close: one request unless binds split it
+                run, tail = await group.run_calls(
+                    bundle.mcp, task.reference_calls, env, then=[{"op": "verify"}], close=True
+                )
+                self.calls += group.calls
+                self.requests += group.requests
                 if not run.ok:
                     return ValidationEvidence(
                         passed=False,
                         error=run.diagnostic,
-                        ledger_size=caller.calls,
+                        ledger_size=group.calls,
                         initial_state_hash=seed_hash,
                     )
-                await self.client.freeze(group)
-                res = await self.client.verify(group)
             finally:
-                await close_quietly(self.client, group)
+                await group.close()
+        step = tail[0] if tail else None
+        res = step.verification if step is not None else None
+        if res is None:
+            why = step.error if step is not None else "no verification ran"
+            return ValidationEvidence(
+                passed=False,
+                error=f"verifier: {why}",
+                ledger_size=group.calls,
+                initial_state_hash=seed_hash,
+            )
         if getattr(res, "error", None):
             return ValidationEvidence(
                 passed=False,
                 error=f"verifier: {res.error}",
-                ledger_size=caller.calls,
+                ledger_size=group.calls,
                 initial_state_hash=seed_hash,
             )
         evaluation = EvaluationResult(outcomes=list(res.outcomes))
         return ValidationEvidence(
             passed=evaluation.passed,
             evaluation=evaluation,
-            ledger_size=caller.calls,
+            ledger_size=group.calls,
             initial_state_hash=seed_hash,
         )
 

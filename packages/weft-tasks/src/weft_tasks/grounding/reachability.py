@@ -16,9 +16,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from weft_core.models import Check, CheckOutcome, SnapshotRef, TaskGraph
-from weft_tasks.atomic.execution import run_calls
-from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256
-from weft_tasks.atomic.validation import checks_payload, close_quietly
+from weft_tasks.atomic.megamcp import BatchedGroup, Registrar, file_sha256
+from weft_tasks.atomic.validation import checks_payload
 from weft_tasks.grounding.schema import SchemaIssue, build_db
 
 FINAL = "final"
@@ -38,6 +37,7 @@ class ReplayReport(BaseModel):
         default_factory=list, description="Ids of checks true at the end."
     )
     calls: int = 0
+    requests: int = Field(default=0, description="MegaMCP requests the replay made.")
 
     @property
     def diagnostic(self) -> str:
@@ -76,17 +76,18 @@ async def replay(
     verifier = {n.id: _pinned(n.checks, mcp_ids) for n in graph.nodes} | {
         FINAL: _pinned(every, mcp_ids)
     }
-    group = await client.create_group(
-        mcps={mcp_ids[m]: snapshots.get(m) for m in graph.mcps},
+    group = BatchedGroup(
+        client,
+        {mcp_ids[m]: snapshots.get(m) for m in graph.mcps},
+        mcp_ids,
         verifier=verifier,
         task_id=graph.id,
         bindings=bindings_payload(graph),
     )
     report = ReplayReport(passed=False)
-    caller = GroupCaller(client, group, mcp_ids)
     try:
         outputs: dict[str, dict[str, Any]] = {}
-        for node_id in graph.order:
+        for n, node_id in enumerate(graph.order):
             node = graph.node(node_id)
             env: dict[str, Any] = {}
             for i in node.inputs:
@@ -98,12 +99,22 @@ async def replay(
                     env[i.name] = outputs[i.from_node][i.from_output]
                 elif i.source != "retrieved":
                     env[i.name] = i.value
-            run = await run_calls(caller, node.task.mcp, node.task.reference_calls, env)
+            last = n == len(graph.order) - 1
+            # The node's calls and its checkpoint in one batch; the last node's batch also
+            # freezes, runs the final checks and closes the group.
+            then = [{"op": "verify", "checkpoint": node_id}] + ([{"op": "verify"}] if last else [])
+            run, tail = await group.run_calls(
+                node.task.mcp, node.task.reference_calls, env, then=then, close=last
+            )
             if not run.ok:
                 report.nodes.append(NodeReplay(node=node_id, passed=False, error=run.diagnostic))
                 return report
             outputs[node_id] = {k: run.env[k] for k in node.outcomes if k in run.env}
-            res = await client.checkpoint_verify(group, node_id)
+            res = tail[0].verification if tail else None
+            if res is None:
+                error = (tail[0].error if tail else None) or "checkpoint not verified"
+                report.nodes.append(NodeReplay(node=node_id, passed=False, error=error))
+                return report
             report.nodes.append(
                 NodeReplay(
                     node=node_id,
@@ -114,14 +125,19 @@ async def replay(
             )
             if not report.nodes[-1].passed:
                 return report
-        await client.freeze(group)
-        final = await client.verify(group)
-        report.final_passing = [o.check_id for o in final.outcomes if o.passed]
+            if last:
+                final = tail[1].verification if len(tail) > 1 else None
+                if final is None:
+                    why = (tail[1].error if len(tail) > 1 else None) or "final checks not run"
+                    report.nodes.append(NodeReplay(node=FINAL, passed=False, error=why))
+                    return report
+                report.final_passing = [o.check_id for o in final.outcomes if o.passed]
         report.passed = True
         return report
     finally:
-        report.calls = caller.calls
-        await close_quietly(client, group)
+        report.calls = group.calls
+        report.requests = group.requests
+        await group.close()
 
 
 def write_snapshots(

@@ -1,0 +1,101 @@
+"""Batched group operations: replay calls and run checks on a group in one request.
+
+Construction-time work (atomic certification, composition reachability and verification) runs a
+known list of tool calls and checks per task. One HTTP request per call and per check made the
+host's request handling the larger part of that work; a batch runs the same operations through
+the same code paths as single requests (`GroupManager.call` ledgers each call, runs the call
+hooks and scrubs results exactly as for an agent's MCP call; verification freezes and checks
+server-side), in order, in one request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import mcp_types as mt
+from fastmcp.exceptions import ToolError
+
+from weft_core.exceptions import UserError, WeftRuntimeError
+from weft_megamcp._session import HostedGroup
+from weft_megamcp.models import (
+    BatchOp,
+    BatchRequest,
+    BatchResult,
+    BatchStep,
+    CallOp,
+    CallResult,
+    FreezeOp,
+    RunRequest,
+)
+
+if TYPE_CHECKING:
+    from weft_megamcp.app import HostCore
+
+
+async def _call(core: HostCore, group: HostedGroup, op: CallOp) -> BatchStep:
+    session = group.sessions.get(op.mcp)
+    if session is None:
+        return BatchStep(
+            op="call", error=f"group {group.group_id} has no session for MCP {op.mcp!r}"
+        )
+    try:
+        result = await core.manager.call(session, op.tool, op.arguments)
+    except ToolError as exc:
+        text = str(exc)
+        return BatchStep(
+            op="call",
+            call=CallResult(is_error=True, content=[{"type": "text", "text": text}], text=text),
+        )
+    content = [c.model_dump(mode="json", exclude_none=True) for c in result.content]
+    text = "\n".join(c.text for c in result.content if isinstance(c, mt.TextContent))
+    return BatchStep(
+        op="call",
+        call=CallResult(
+            is_error=False, content=content, structured=result.structured_content, text=text
+        ),
+    )
+
+
+async def _one(core: HostCore, group: HostedGroup, op: BatchOp) -> BatchStep:
+    m = core.manager
+    timeout = core.settings.verifier_timeout_s
+    try:
+        if isinstance(op, CallOp):
+            return await _call(core, group, op)
+        if isinstance(op, FreezeOp):
+            await m.freeze(group.group_id)
+            return BatchStep(op="freeze")
+        if op.checkpoint:
+            res = await m.checkpoint_verify(group.group_id, op.checkpoint, timeout_s=timeout)
+        else:
+            res = await m.verify(group.group_id, timeout_s=timeout)
+        return BatchStep(op="verify", verification=res)
+    except (UserError, WeftRuntimeError) as exc:
+        return BatchStep(op=op.op, error=f"{type(exc).__name__}: {exc}")
+
+
+async def run_batch(core: HostCore, group_id: str, req: BatchRequest) -> BatchResult:
+    """Run `req.ops` on the group in order; stop at the first failure when asked; close the
+    group afterwards when asked (also after a failure or an exception)."""
+    group = core.manager.get(group_id)
+    out = BatchResult(group_id=group_id, steps=[])
+    try:
+        for i, op in enumerate(req.ops):
+            step = await _one(core, group, op)
+            out.steps.append(step)
+            if req.stop_on_error and step.failed:
+                out.stopped_at = i
+                break
+    finally:
+        if req.close:
+            await core.manager.close(group_id)
+            out.closed = True
+    return out
+
+
+async def run_group(core: HostCore, req: RunRequest) -> BatchResult:
+    """Create a group, run the batch on it and (by default) close it: one request in all."""
+    handle = await core.create_group(req.create)
+    out = await run_batch(core, handle.group_id, req)
+    out.handle = handle
+    return out

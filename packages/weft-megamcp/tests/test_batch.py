@@ -1,0 +1,70 @@
+"""Batched group operations: calls, checks, freeze and close in one request, ledgered as usual."""
+
+from __future__ import annotations
+
+import pytest
+
+from weft_core.models import RowExists
+from weft_megamcp.client import MegaMCPClient
+from weft_megamcp.exceptions import NotFoundError
+from weft_megamcp.models import CallOp, FreezeOp, VerifyOp
+from weft_megamcp.registry import MCPRecord
+
+pytestmark = pytest.mark.integration
+
+
+async def test_run_replays_calls_checks_and_closes_in_one_request(
+    client: MegaMCPClient, notes: MCPRecord
+) -> None:
+    m = notes.mcp_id
+    verifier = {
+        "step1": [RowExists(id="grace", table="contact", where={"name": "Grace"})],
+        "final": [RowExists(id="hopper", table="contact", where={"email": "h@x.y"})],
+    }
+    out = await client.run(
+        [m],
+        [
+            CallOp(mcp=m, tool="add_contact", arguments={"name": "Grace", "email": "g@x.y"}),
+            VerifyOp(checkpoint="step1"),
+            CallOp(mcp=m, tool="update_email", arguments={"contact_id": 1, "email": "h@x.y"}),
+            VerifyOp(),  # freeze + final checks
+        ],
+        verifier=verifier,
+        task_id="t-batch",
+    )
+    assert out.stopped_at is None and out.closed
+    assert [s.op for s in out.steps] == ["call", "verify", "call", "verify"]
+    added = out.steps[0].call
+    assert added is not None and not added.is_error and added.structured["name"] == "Grace"
+    assert out.steps[1].verification is not None and out.steps[1].verification.passed
+    final = out.steps[3].verification
+    assert final is not None and final.checkpoint == "final" and final.passed
+    assert out.handle is not None
+    with pytest.raises(NotFoundError):  # closed: nothing left on the host
+        await client.info(out.handle)
+    with pytest.raises(Exception):  # noqa: B017 - fastmcp raises an HTTP error for the 401
+        await client.call_tool(out.handle, m, "list_contacts", {})
+
+
+async def test_batch_stops_at_the_first_failure_and_ledgers_what_ran(
+    client: MegaMCPClient, notes: MCPRecord
+) -> None:
+    m = notes.mcp_id
+    group = await client.create_group([m], verifier={"final": []})
+    out = await client.batch(
+        group,
+        [
+            CallOp(mcp=m, tool="add_contact", arguments={"name": "A", "email": "a@x.y"}),
+            CallOp(mcp=m, tool="add_contact", arguments={"name": "B", "email": "not-an-email"}),
+            CallOp(mcp=m, tool="add_contact", arguments={"name": "C", "email": "c@x.y"}),
+        ],
+    )
+    assert out.stopped_at == 1 and not out.closed
+    bad = out.steps[1].call
+    assert bad is not None and bad.is_error and "invalid email" in bad.text
+    ledger = (await client.ledger(group))[m]
+    assert [e.tool for e in ledger] == ["add_contact", "add_contact"]
+    assert [e.is_error for e in ledger] == [False, True]
+    unknown = await client.batch(group, [CallOp(mcp="nope", tool="x"), FreezeOp()], close=True)
+    assert unknown.stopped_at == 0 and "no session for MCP 'nope'" in (unknown.steps[0].error or "")
+    assert unknown.closed

@@ -1,0 +1,36 @@
+"""Listening sockets of every way of serving set TCP_NODELAY (no delayed-ACK stall per call)."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+
+from weft_megamcp.host import MegaMCPHost, bind_socket
+
+
+def _nodelay(sock: socket.socket) -> bool:
+    return bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+
+def test_bind_socket_is_tcp_with_nodelay() -> None:
+    sock = bind_socket("127.0.0.1", 0)
+    try:
+        # asyncio sets TCP_NODELAY on accepted connections only when `proto` names TCP.
+        assert sock.proto == socket.IPPROTO_TCP
+        assert _nodelay(sock)
+    finally:
+        sock.close()
+
+
+async def test_embedded_host_connections_have_nodelay(host: MegaMCPHost) -> None:
+    assert host._server is not None and host._sock is not None
+    assert _nodelay(host._sock)
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(f"{host.url}/health")).status_code == 200
+        accepted = [
+            conn.transport.get_extra_info("socket")
+            for conn in host._server.server_state.connections
+        ]
+        assert accepted, "the host holds the client's keep-alive connection"
+        assert all(_nodelay(s) for s in accepted)
