@@ -95,6 +95,7 @@ async def fill_batch(
     want_groups: int,
     *,
     task_id: Callable[[TaskT], str] = str,
+    concurrency: int = 1,
 ) -> FilledBatch[TaskT]:
     """Draw tasks and roll them out until `want_groups` trainable groups are collected.
 
@@ -102,27 +103,32 @@ async def fill_batch(
     is expected to have retried infrastructure failures already; if it still raises, the task is
     recorded in `stats.failed_tasks` and the next task is drawn (no reward is invented for it).
     Groups come out contiguous and in rollout order; the last task's surplus groups are kept so
-    the batch holds whole tasks' worth of turns.
+    the batch holds whole tasks' worth of turns. Up to `concurrency` tasks roll out at once.
     """
     stats = SamplingStats()
     accepted: list[list[TurnSample]] = []
     source = iter(tasks)
-    while len(accepted) < want_groups:
-        task = next(source, None)
-        if task is None:
-            return FilledBatch(accepted, stats, exhausted=True)
-        stats.tasks_drawn += 1
+
+    async def one(task: TaskT) -> list[list[TurnSample]] | None:
         try:
-            groups = await rollout(task)
+            return await rollout(task)
         except Exception as exc:
             stats.failed_tasks.append(f"{task_id(task)}: {type(exc).__name__}: {exc}")
-            continue
-        for group in groups:
-            stats.groups_seen += 1
-            why = screen_group(group)
-            if why is None:
-                accepted.append(group)
-                stats.groups_accepted += 1
-            else:
-                stats.rejected[why.value] += 1
+            return None
+
+    while len(accepted) < want_groups:
+        need = max(1, min(concurrency, want_groups - len(accepted)))
+        chunk = [t for t in (next(source, None) for _ in range(need)) if t is not None]
+        if not chunk:
+            return FilledBatch(accepted, stats, exhausted=True)
+        stats.tasks_drawn += len(chunk)
+        for groups in await asyncio.gather(*(one(t) for t in chunk)):
+            for group in groups or []:
+                stats.groups_seen += 1
+                why = screen_group(group)
+                if why is None:
+                    accepted.append(group)
+                    stats.groups_accepted += 1
+                else:
+                    stats.rejected[why.value] += 1
     return FilledBatch(accepted, stats)
