@@ -118,109 +118,106 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     pad = tok.pad_token_id
     tmp = Path(tempfile.mkdtemp(prefix="weft-credit-"))
     results: dict[str, Any] = {"config": vars(args), "runs": [], "sft": []}
-    async with MegaMCPHost.running(
-        MegaMCPSettings(data_dir=tmp / "megamcp", offload_after_s=3600)
-    ) as host:
-        async with MegaMCPClient(host.url, host.admin_token) as client:
-            rec = await client.register(HERE / "stockroom", name="st")
-            seed_db = write_seed(tmp / "seed.sqlite")
-            snap = snapshot_ref(seed_db, await client.put_snapshot(rec.mcp_id, seed_db))
-            train_graphs = make_tasks(args.train_tasks, args.turns, 1000, snap, prefix="train")
-            heldout_graphs = make_tasks(
-                args.heldout_tasks, args.turns, 2000, snap, prefix="heldout"
+    settings = MegaMCPSettings(data_dir=tmp / "megamcp", offload_after_s=3600)
+    async with (
+        MegaMCPHost.running(settings) as host,
+        MegaMCPClient(host.url, host.admin_token) as client,
+    ):
+        rec = await client.register(HERE / "stockroom", name="st")
+        seed_db = write_seed(tmp / "seed.sqlite")
+        snap = snapshot_ref(seed_db, await client.put_snapshot(rec.mcp_id, seed_db))
+        train_graphs = make_tasks(args.train_tasks, args.turns, 1000, snap, prefix="train")
+        heldout_graphs = make_tasks(args.heldout_tasks, args.turns, 2000, snap, prefix="heldout")
+        graphs = {g.id: g for g in train_graphs + heldout_graphs}
+
+        def env_for(task_id: str) -> MegaMCPEnvironment:
+            return MegaMCPEnvironment(client, graphs[task_id])
+
+        train_tasks = [turn_task(g) for g in train_graphs]
+        heldout = [turn_task(g) for g in heldout_graphs]
+        sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=1.0)
+        tree = TreeSettings(group_size=args.group_size, max_messages=3, sampling=sampling)
+        eval_tree = TreeSettings(group_size=args.eval_samples, max_messages=3, sampling=sampling)
+
+        t0 = time.time()
+        init = tiny_policy(len(tok), hidden=args.hidden, layers=args.layers, seed=0)
+        demos = [demonstration(g, template, tok) for g in train_graphs]
+        sft_losses = warmup_sft(init, demos, args.sft_steps, pad, 0)
+        sft_s = time.time() - t0
+        results["warmup"] = {
+            "kind": "short SFT warm-up on reference demonstrations of the training tasks",
+            "steps": args.sft_steps, "final_loss": sft_losses[-1], "seconds": round(sft_s, 1),
+        }  # fmt: skip
+        print(
+            f"warm-up SFT: {args.sft_steps} steps, loss {sft_losses[0]:.3f} -> {sft_losses[-1]:.3f}, {sft_s:.0f} s",
+            flush=True,
+        )
+
+        curves: dict[str, list[dict[str, Any]]] = {}
+        for seed in args.seeds:
+            torch.manual_seed(seed)
+            sft_rate = await checkpoint_pass_rate(
+                heldout,
+                env_for,
+                HFTokenGenerator(init, stop_ids=[end], pad_id=pad),
+                template,
+                eval_tree,
             )
-            graphs = {g.id: g for g in train_graphs + heldout_graphs}
-
-            def env_for(task_id: str) -> MegaMCPEnvironment:
-                return MegaMCPEnvironment(client, graphs[task_id])
-
-            train_tasks = [turn_task(g) for g in train_graphs]
-            heldout = [turn_task(g) for g in heldout_graphs]
-            sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=1.0)
-            tree = TreeSettings(group_size=args.group_size, max_messages=3, sampling=sampling)
-            eval_tree = TreeSettings(
-                group_size=args.eval_samples, max_messages=3, sampling=sampling
-            )
-
-            t0 = time.time()
-            init = tiny_policy(len(tok), hidden=args.hidden, layers=args.layers, seed=0)
-            demos = [demonstration(g, template, tok) for g in train_graphs]
-            sft_losses = warmup_sft(init, demos, args.sft_steps, pad, 0)
-            sft_s = time.time() - t0
-            results["warmup"] = {
-                "kind": "short SFT warm-up on reference demonstrations of the training tasks",
-                "steps": args.sft_steps, "final_loss": sft_losses[-1], "seconds": round(sft_s, 1),
-            }  # fmt: skip
-            print(
-                f"warm-up SFT: {args.sft_steps} steps, loss {sft_losses[0]:.3f} -> {sft_losses[-1]:.3f}, {sft_s:.0f} s",
-                flush=True,
-            )
-
-            curves: dict[str, list[dict[str, Any]]] = {}
-            for seed in args.seeds:
+            results["sft"].append({"seed": seed, "heldout_pass_rate": sft_rate})
+            print(f"seed {seed}: SFT init held-out pass rate {sft_rate:.3f}", flush=True)
+            for method in args.methods:
                 torch.manual_seed(seed)
-                sft_rate = await checkpoint_pass_rate(
-                    heldout,
-                    env_for,
-                    HFTokenGenerator(init, stop_ids=[end], pad_id=pad),
-                    template,
-                    eval_tree,
+                policy = copy.deepcopy(init)
+                trainer = GRPOTrainer(
+                    policy, copy.deepcopy(init),
+                    GRPOSettings(lr=args.lr, kl_coef=args.kl_coef, micro_batch=16),
+                    pad_id=pad,
+                )  # fmt: skip
+                gen = HFTokenGenerator(policy, stop_ids=[end], pad_id=pad)
+                t1 = time.time()
+                label = f"{method} s{seed}"
+
+                def show(row: dict[str, Any], label: str = label) -> None:
+                    keys = (
+                        "step",
+                        "rollout_tokens",
+                        "reward",
+                        "heldout_pass_rate",
+                        "kl",
+                        "entropy",
+                    )
+                    print(
+                        label,
+                        {
+                            k: round(row[k], 3) if isinstance(row.get(k), float) else row.get(k)
+                            for k in keys
+                            if k in row
+                        },
+                        flush=True,
+                    )
+
+                loop = await train(
+                    trainer, train_tasks, env_for, gen, template, tree,
+                    LoopSettings(method=method, tasks_per_step=args.tasks_per_step,
+                                 token_budget=args.budget, eval_every=args.eval_every,
+                                 concurrency=args.concurrency, seed=seed),
+                    heldout=heldout, eval_tree=eval_tree, on_row=show,
+                )  # fmt: skip
+                rows = loop.rows
+                curves[label] = rows
+                final = next(
+                    r["heldout_pass_rate"] for r in reversed(rows) if "heldout_pass_rate" in r
                 )
-                results["sft"].append({"seed": seed, "heldout_pass_rate": sft_rate})
-                print(f"seed {seed}: SFT init held-out pass rate {sft_rate:.3f}", flush=True)
-                for method in args.methods:
-                    torch.manual_seed(seed)
-                    policy = copy.deepcopy(init)
-                    trainer = GRPOTrainer(
-                        policy, copy.deepcopy(init),
-                        GRPOSettings(lr=args.lr, kl_coef=args.kl_coef, micro_batch=16),
-                        pad_id=pad,
-                    )  # fmt: skip
-                    gen = HFTokenGenerator(policy, stop_ids=[end], pad_id=pad)
-                    t1 = time.time()
-                    label = f"{method} s{seed}"
-
-                    def show(row: dict[str, Any], label: str = label) -> None:
-                        keys = (
-                            "step",
-                            "rollout_tokens",
-                            "reward",
-                            "heldout_pass_rate",
-                            "kl",
-                            "entropy",
-                        )
-                        print(
-                            label,
-                            {
-                                k: round(row[k], 3) if isinstance(row.get(k), float) else row.get(k)
-                                for k in keys
-                                if k in row
-                            },
-                            flush=True,
-                        )
-
-                    loop = await train(
-                        trainer, train_tasks, env_for, gen, template, tree,
-                        LoopSettings(method=method, tasks_per_step=args.tasks_per_step,
-                                     token_budget=args.budget, eval_every=args.eval_every,
-                                     concurrency=args.concurrency, seed=seed),
-                        heldout=heldout, eval_tree=eval_tree, on_row=show,
-                    )  # fmt: skip
-                    rows = loop.rows
-                    curves[label] = rows
-                    final = next(
-                        r["heldout_pass_rate"] for r in reversed(rows) if "heldout_pass_rate" in r
-                    )
-                    results["runs"].append({
-                        "method": method, "seed": seed, "steps": trainer.steps,
-                        "rollout_tokens": loop.rollout_tokens, "heldout_start": rows[0].get("heldout_pass_rate"),
-                        "heldout_final": final, "seconds": round(time.time() - t1, 1),
-                        "groups_rejected": loop.rejected, "failed_tasks": len(loop.failed_tasks),
-                    })  # fmt: skip
-                    save_curves(
-                        out / "curves.json",
-                        [dict(r, run=k) for k, rs in curves.items() for r in rs],
-                    )
+                results["runs"].append({
+                    "method": method, "seed": seed, "steps": trainer.steps,
+                    "rollout_tokens": loop.rollout_tokens, "heldout_start": rows[0].get("heldout_pass_rate"),
+                    "heldout_final": final, "seconds": round(time.time() - t1, 1),
+                    "groups_rejected": loop.rejected, "failed_tasks": len(loop.failed_tasks),
+                })  # fmt: skip
+                save_curves(
+                    out / "curves.json",
+                    [dict(r, run=k) for k, rs in curves.items() for r in rs],
+                )
     plot_curves(out / "curves.png", curves)
     return results
 

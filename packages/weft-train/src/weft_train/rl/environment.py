@@ -32,7 +32,8 @@ class TurnEnvironment(Protocol):
     (True: completed); `release(s)` frees a state. `tools` maps each public tool name to its
     input schema."""
 
-    tools: Mapping[str, Mapping[str, Any]]
+    @property
+    def tools(self) -> Mapping[str, Mapping[str, Any]]: ...
 
     async def root(self) -> Any: ...
 
