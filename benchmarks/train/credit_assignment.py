@@ -135,7 +135,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         train_tasks = [turn_task(g) for g in train_graphs]
         heldout = [turn_task(g) for g in heldout_graphs]
-        sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=1.0)
+        sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
         tree = TreeSettings(group_size=args.group_size, max_messages=3, sampling=sampling)
         eval_tree = TreeSettings(group_size=args.eval_samples, max_messages=3, sampling=sampling)
 
@@ -170,7 +170,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 policy = copy.deepcopy(init)
                 trainer = GRPOTrainer(
                     policy, copy.deepcopy(init),
-                    GRPOSettings(lr=args.lr, kl_coef=args.kl_coef, micro_batch=16),
+                    GRPOSettings(
+                    lr=args.lr, kl_coef=args.kl_coef, micro_batch=16, temperature=args.temperature
+                ),
                     pad_id=pad,
                 )  # fmt: skip
                 gen = HFTokenGenerator(policy, stop_ids=[end], pad_id=pad)
@@ -259,6 +261,7 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--kl-coef", type=float, default=1e-3)
     p.add_argument("--max-new-tokens", type=int, default=72)
+    p.add_argument("--temperature", type=float, default=0.7, help="rollout and eval temperature")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--out", default="benchmarks/train/out")
     p.add_argument("--json", dest="json_path")

@@ -123,3 +123,14 @@ def test_sample_validates_alignment() -> None:
         1.0,
     )  # type: ignore[arg-type]
     assert s.action_mask() == [0, 1, 0, 1] and s.credit_mask() == [0, 0, 0, 1]
+
+
+async def test_fill_batch_stops_drawing_at_max_tasks() -> None:
+    import itertools
+
+    async def constant(task: str) -> list[list[TurnSample]]:
+        return [[sample(0, task=task), sample(0, task=task)]]
+
+    batch = await fill_batch(itertools.cycle(["a", "b"]), constant, 2, max_tasks=5, concurrency=2)
+    assert batch.exhausted and batch.groups == [] and batch.stats.tasks_drawn == 5
+    assert batch.stats.rejected == {"constant_reward": 5}

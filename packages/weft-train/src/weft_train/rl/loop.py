@@ -37,6 +37,7 @@ class LoopSettings:
     token_budget: int = 50_000  # generated (rollout) tokens, the unit both methods are held to
     eval_every: int = 5  # steps
     concurrency: int = 4  # tasks rolled out at once
+    max_draw_factor: int = 4  # at most this many x tasks_per_step tasks drawn for one batch
     seed: int = 0
 
 
@@ -129,6 +130,7 @@ async def train(
             settings.tasks_per_step * per_task,
             task_id=lambda t: t.task_id,
             concurrency=settings.concurrency,
+            max_tasks=settings.max_draw_factor * settings.tasks_per_step,
         )
         result.rollout_tokens += sum(r.generated_tokens for r in records)
         for k, v in batch.stats.rejected.items():

@@ -96,6 +96,7 @@ async def fill_batch(
     *,
     task_id: Callable[[TaskT], str] = str,
     concurrency: int = 1,
+    max_tasks: int | None = None,
 ) -> FilledBatch[TaskT]:
     """Draw tasks and roll them out until `want_groups` trainable groups are collected.
 
@@ -103,7 +104,9 @@ async def fill_batch(
     is expected to have retried infrastructure failures already; if it still raises, the task is
     recorded in `stats.failed_tasks` and the next task is drawn (no reward is invented for it).
     Groups come out contiguous and in rollout order; the last task's surplus groups are kept so
-    the batch holds whole tasks' worth of turns. Up to `concurrency` tasks roll out at once.
+    the batch holds whole tasks' worth of turns. Up to `concurrency` tasks roll out at once. With
+    `max_tasks`, drawing stops after that many tasks even if the batch is short (`exhausted`),
+    so a policy whose groups are all constant cannot keep the sampler busy forever.
     """
     stats = SamplingStats()
     accepted: list[list[TurnSample]] = []
@@ -118,6 +121,10 @@ async def fill_batch(
 
     while len(accepted) < want_groups:
         need = max(1, min(concurrency, want_groups - len(accepted)))
+        if max_tasks is not None:
+            need = min(need, max_tasks - stats.tasks_drawn)
+            if need <= 0:
+                return FilledBatch(accepted, stats, exhausted=True)
         chunk = [t for t in (next(source, None) for _ in range(need)) if t is not None]
         if not chunk:
             return FilledBatch(accepted, stats, exhausted=True)
