@@ -1,0 +1,103 @@
+"""The OpenRLHF agent executor for atomic-turn GRPO (`--train.agent_func_path`).
+
+OpenRLHF builds `AgentExecutor()` with no arguments inside every rollout actor, so configuration
+comes from the JSON file named by `WEFT_TRAIN_OPENRLHF_CONFIG`: `megamcp_url`, `admin_token`,
+`tasks_dir` (one TaskGraph JSON per task id; the dataset's label is the task id), `group_size`,
+`max_messages`, `max_new_tokens`, `system`. Each `execute()` runs one task's atomic-turn tree
+against MegaMCP with vLLM as the `TokenGenerator` and returns the bundle of `bundle.py`.
+Imports openrlhf: it only runs inside OpenRLHF's rollout actors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from openrlhf.utils.agent import AgentExecutorBase  # type: ignore[import-not-found]
+
+from weft_core.models import TaskGraph
+from weft_megamcp.client import MegaMCPClient
+from weft_train.openrlhf.bundle import bundle
+from weft_train.rl.environment import MegaMCPEnvironment
+from weft_train.rl.generation import Generation, SamplingParams
+from weft_train.rl.template import HermesTemplate
+from weft_train.rl.tree import TreeSettings, TurnTask, atomic_turn_rollout
+
+CONFIG_ENV = "WEFT_TRAIN_OPENRLHF_CONFIG"
+
+
+class VLLMTokenGenerator:
+    """`TokenGenerator` over OpenRLHF's rollout actor (`llm_engine.generate(ids, sampling_params)`
+    returning a vLLM `RequestOutput`); processed logprobs of the sampled ids."""
+
+    def __init__(self, engine: Any, base_params: Any) -> None:
+        self.engine = engine
+        self.base = base_params
+
+    async def _one(self, ids: list[int], params: SamplingParams) -> Generation:
+        sp = copy.copy(self.base)
+        sp.max_tokens = params.max_new_tokens
+        sp.logprobs = 1
+        out = (await self.engine.generate(ids, sp)).outputs[0]
+        tokens = list(out.token_ids)
+        if out.logprobs:
+            lps = [float(out.logprobs[i][t].logprob) for i, t in enumerate(tokens)]
+        else:
+            lps = [0.0] * len(tokens)
+        return Generation(tokens, lps, "length" if out.finish_reason == "length" else "stop")
+
+    async def generate(
+        self, prompts: Sequence[list[int]], params: SamplingParams
+    ) -> list[Generation]:
+        return list(await asyncio.gather(*(self._one(list(p), params) for p in prompts)))
+
+
+class AtomicTurnExecutor(AgentExecutorBase):  # type: ignore[misc]
+    def __init__(self) -> None:
+        path = os.environ.get(CONFIG_ENV)
+        if not path:
+            raise RuntimeError(f"{CONFIG_ENV} must name the weft-train OpenRLHF config JSON")
+        self.config = json.loads(Path(path).read_text())
+        self.client: MegaMCPClient | None = None
+        self.rng = random.Random(self.config.get("seed", 0))
+
+    def _task(self, graph: TaskGraph) -> TurnTask:
+        system = self.config.get("system", "You complete the user's requests with the tools.")
+        return TurnTask(graph.id, system, tuple((n, graph.node(n).intent) for n in graph.order))
+
+    async def execute(
+        self,
+        prompt: Any,
+        label: Any,
+        sampling_params: Any,
+        max_length: int,
+        hf_tokenizer: Any,
+        llm_engine: Any,
+        images: Any = None,
+    ) -> dict[str, Any]:
+        if self.client is None:
+            self.client = MegaMCPClient(self.config["megamcp_url"], self.config["admin_token"])
+        graph = TaskGraph.load(Path(self.config["tasks_dir"]) / f"{label}.json")
+        settings = TreeSettings(
+            group_size=int(self.config.get("group_size", 8)),
+            max_messages=int(self.config.get("max_messages", 8)),
+            sampling=SamplingParams(
+                max_new_tokens=int(self.config.get("max_new_tokens", 2048)),
+                temperature=float(getattr(sampling_params, "temperature", 1.0)),
+            ),
+        )
+        result = await atomic_turn_rollout(
+            self._task(graph),
+            MegaMCPEnvironment(self.client, graph),
+            VLLMTokenGenerator(llm_engine, sampling_params),
+            HermesTemplate(hf_tokenizer),
+            settings,
+            self.rng,
+        )
+        return bundle(result.groups, str(prompt), str(label))
