@@ -32,6 +32,9 @@ class Artifact(WeftModel):
     """
 
     SCHEMA_VERSION: ClassVar[int] = 1
+    # Fields a subclass records about where its content came from (never hashed: the same
+    # content read from two places must hash the same).
+    PROVENANCE_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     schema_version: int = Field(default=1, description="Format version of this artifact class.")
     version: int = Field(default=1, ge=1, description="Revision number of this content.")
@@ -49,7 +52,9 @@ class Artifact(WeftModel):
         return self
 
     def compute_hash(self) -> str:
-        return content_hash(self.model_dump(mode="json", exclude=_HASH_EXCLUDE))
+        return content_hash(
+            self.model_dump(mode="json", exclude=_HASH_EXCLUDE | self.PROVENANCE_FIELDS)
+        )
 
     def sealed(self) -> Self:
         """A copy with `content_hash` filled in."""
