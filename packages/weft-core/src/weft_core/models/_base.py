@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -14,6 +15,20 @@ from weft_core.exceptions import ArtifactError
 
 # Fields that describe an artifact rather than its content, so they never enter its hash.
 _HASH_EXCLUDE = {"content_hash", "version", "created_at"}
+
+
+def artifact_time() -> datetime:
+    """When an artifact is created: now, or `SOURCE_DATE_EPOCH` (seconds since 1970, UTC) when
+    set, the reproducible-builds convention, so two runs can be compared byte for byte."""
+    pinned = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if pinned:
+        try:
+            return datetime.fromtimestamp(int(pinned), UTC)
+        except (ValueError, OverflowError, OSError):
+            raise ArtifactError(
+                f"SOURCE_DATE_EPOCH={pinned!r} is not a whole number of seconds since 1970"
+            ) from None
+    return datetime.now(UTC)
 
 
 class WeftModel(BaseModel):
