@@ -753,3 +753,14 @@ def test_dataset_rows_hash_and_refuse_newer_schema(row_cls: type[SFTRow] | type[
     data["schema_version"] = 2
     with pytest.raises(ValidationError, match=r"schema_version 2 is newer .* upgrade weft-core"):
         row_cls.model_validate(data)
+
+
+def test_trace_hash_covers_content_not_the_clock():
+    entry = LedgerEntry(seq=0, session_id="r-1/crm", mcp="crm", tool="get", duration_ms=3.0)
+    trace = Trace(id="r-1", task_id="t", view="agentic/full", harness="teacher", ledger=[entry])
+    later = entry.model_copy(
+        update={"started_at": datetime(2020, 1, 1, tzinfo=UTC), "duration_ms": 90.0}
+    )
+    other = entry.model_copy(update={"arguments": {"id": 2}})
+    assert trace.model_copy(update={"ledger": [later]}).compute_hash() == trace.compute_hash()
+    assert trace.model_copy(update={"ledger": [other]}).compute_hash() != trace.compute_hash()

@@ -50,6 +50,9 @@ class Artifact(WeftModel):
     # Fields a subclass records about where its content came from (never hashed: the same
     # content read from two places must hash the same).
     PROVENANCE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    # Nested fields the clock writes (when something ran, how long it took), in pydantic's
+    # `exclude` form: not content, so two runs of the same work hash the same.
+    CLOCK_FIELDS: ClassVar[dict[str, Any]] = {}
 
     schema_version: int = Field(default=1, description="Format version of this artifact class.")
     version: int = Field(default=1, ge=1, description="Revision number of this content.")
@@ -67,9 +70,8 @@ class Artifact(WeftModel):
         return self
 
     def compute_hash(self) -> str:
-        return content_hash(
-            self.model_dump(mode="json", exclude=_HASH_EXCLUDE | self.PROVENANCE_FIELDS)
-        )
+        exclude: dict[str, Any] = dict.fromkeys(_HASH_EXCLUDE | self.PROVENANCE_FIELDS, True)
+        return content_hash(self.model_dump(mode="json", exclude=exclude | self.CLOCK_FIELDS))
 
     def sealed(self) -> Self:
         """A copy with `content_hash` filled in."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -48,6 +48,13 @@ class TurnSegment(WeftModel):
 
 
 class Trace(Artifact):
+    """One rollout. Its content hash leaves out the ledger's clock fields (`started_at`,
+    `duration_ms`): the same episode replayed later is the same trace."""
+
+    CLOCK_FIELDS: ClassVar[dict[str, Any]] = {
+        "ledger": {"__all__": {"started_at": True, "duration_ms": True}}
+    }
+
     id: str
     task_id: str
     view: str
