@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -30,7 +31,11 @@ class RolloutRow(BaseModel):
 
 
 class PipelineSummary(BaseModel):
-    out_dir: str
+    out_dir: str = Field(
+        default="",
+        exclude=True,
+        description="Where this run's corpus lies (printed, never saved: the corpus may move).",
+    )
     model: str = "programmatic"
     mcps: list[MCPRow] = Field(default_factory=list)
     tasks_by_profile: dict[str, int] = Field(default_factory=dict)
@@ -41,7 +46,9 @@ class PipelineSummary(BaseModel):
         default=0, description="Traces with a final verification that agree with their ledger."
     )
     trace_problems: list[str] = Field(default_factory=list)
-    traces_path: str | None = None
+    traces_path: str | None = Field(
+        default=None, description="The traces JSONL, relative to the corpus root (OUT)."
+    )
     stages: dict[str, str] = Field(
         default_factory=dict, description="Stage -> 'ran' | 'cached' | 'skipped: why'."
     )
@@ -110,4 +117,5 @@ def print_summary(summary: PipelineSummary) -> None:
     )
     console.print("stages: " + ", ".join(f"{k} {v}" for k, v in summary.stages.items()))
     if summary.traces_path:
-        console.print(f"traces: {summary.traces_path}")
+        where = Path(summary.out_dir) / summary.traces_path if summary.out_dir else None
+        console.print(f"traces: {where or summary.traces_path}")

@@ -93,6 +93,15 @@ def _ledger_dict(raw: Any) -> dict[str, list[Any]]:
     return grouped
 
 
+def _rollout_scoped(entry: Any, rollout_id: str) -> Any:
+    """A ledger entry as a trace keeps it: the host's group and session ids are handles of one
+    run (random, like tokens), so the trace names the rollout and the MCP instead and the same
+    episode gives the same trace."""
+    return entry.model_copy(
+        update={"group_id": rollout_id, "session_id": f"{rollout_id}/{entry.mcp}"}
+    )
+
+
 @dataclass
 class _Turn:
     node_ids: list[str]
@@ -160,6 +169,7 @@ async def _attempt(
         run = await harness.run(task, endpoints, on_turn)
         raw_ledger = _ledger_dict(await service.ledger(handle))
         entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
+        entries = [_rollout_scoped(e, plan.rollout_id) for e in entries]
         if infrastructure_entries(entries):
             raise _InfrastructureInLedger(
                 ", ".join(
@@ -397,4 +407,11 @@ async def run_rollouts(
                 advance()
 
         await asyncio.gather(*(one(p) for p in todo))
-    return RolloutReport(traces=results, skipped=len(plans) - len(todo), sink_problems=problems)
+    # Plan order, whatever order the rollouts finished in (concurrency, timing).
+    by_id = {t.id: t for t in results}
+    ordered = [by_id[p.rollout_id] for p in plans if p.rollout_id in by_id]
+    if sink and todo:
+        planned = {p.rollout_id for p in plans}
+        # lines of other plans in the same file are kept, after this batch
+        sink.rewrite(ordered + [t for t in sink.load()[0] if t.id not in planned])
+    return RolloutReport(traces=ordered, skipped=len(plans) - len(todo), sink_problems=problems)

@@ -1,5 +1,6 @@
 """Rollout results as JSONL: one Trace per line, appended and fsynced as each rollout finishes,
-so a crash loses at most the rollout in flight; a torn last line is skipped on reading."""
+so a crash loses at most the rollout in flight; a torn last line is skipped on reading. A
+finished batch is rewritten in plan order."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from weft_core.exceptions import ArtifactError
-from weft_core.models import Trace
+from weft_core.models import Trace, atomic_write_text
 
 
 class TraceSink:
@@ -41,6 +42,12 @@ class TraceSink:
                 traces.pop(trace.id, None)  # the later line wins, and moves to the end
                 traces[trace.id] = trace
         return list(traces.values()), problems
+
+    def rewrite(self, traces: list[Trace]) -> None:
+        """Replace the file by `traces` in the given order (atomically: temp file + rename), once
+        a batch is complete, so the file does not record the order rollouts finished in."""
+        text = "".join(t.sealed().model_dump_json() + "\n" for t in traces)
+        atomic_write_text(self.path, text)
 
     def append(self, trace: Trace) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
