@@ -140,3 +140,22 @@ async def test_snapshot_refs_are_content_addresses_that_survive_a_move(
             reg2.snapshot_file("sha256:" + "0" * 64)
     finally:
         reg2.close()
+
+
+async def test_a_bundle_version_is_keyed_by_content_not_manifest_bytes(
+    registry: Registry, bundle_dir: Path
+):
+    """Re-synthesizing the same environment writes a manifest with a new `created_at` (and a
+    spec loaded from another path records the same file name): the same version."""
+    from datetime import UTC, datetime
+
+    from weft_core.models import EnvBundleManifest
+
+    path = bundle_dir / "manifest.json"
+    manifest = EnvBundleManifest.model_validate_json(path.read_text()).sealed()
+    manifest.save(path)
+    v1 = await registry.register(bundle_dir)
+    manifest.model_copy(update={"created_at": datetime(2030, 1, 1, tzinfo=UTC)}).save(path)
+    assert (await registry.register(bundle_dir)).version == v1.version == 1
+    manifest.model_copy(update={"description": "other"}).save(path)
+    assert (await registry.register(bundle_dir)).version == 2
