@@ -88,3 +88,12 @@ def test_verify_catches_a_tampered_moved_corpus(tmp_path: Path) -> None:
     assert any("holds other bytes" in p for p in verify_corpus(root).problems)
     copy.unlink()
     assert any("held nowhere" in p for p in verify_corpus(root).problems)
+
+
+def test_replay_needs_the_model_the_recording_was_made_with(tmp_path: Path, capsys) -> None:
+    examples = Path(__file__).resolve().parents[3] / "examples" / "pipeline.toml"
+    calls = tmp_path / "model-calls.jsonl"
+    calls.write_text("")
+    args = ["run", str(examples), "--out", str(tmp_path / "out"), "--replay", str(calls)]
+    assert main(args) == 2
+    assert "--replay needs the model" in capsys.readouterr().err
