@@ -122,3 +122,25 @@ def test_spec_source_is_not_hashed_but_content_is() -> None:
     assert renamed.compute_hash() == spec.compute_hash()
     changed = spec.model_copy(update={"description": spec.description + "!"})
     assert changed.compute_hash() != spec.compute_hash()
+
+
+def test_files_sealed_by_the_older_hash_rule_still_load() -> None:
+    """A spec.json written before `source` left the hash (absolute path inside) is intact: it
+    loads, with the file name as source and today's hash; a tampered one is still refused."""
+    import json
+
+    from weft_core._hashing import content_hash
+    from weft_core.exceptions import ArtifactError
+    from weft_core.models import MCPSpec
+
+    spec = load_spec_file(EXAMPLES / "crm.json").spec
+    raw = json.loads(spec.to_json())
+    raw["source"] = "/home/someone/specs/crm.json"
+    raw["content_hash"] = content_hash(
+        {k: v for k, v in raw.items() if k not in ("content_hash", "version", "created_at")}
+    )
+    old = json.dumps(raw)
+    loaded = MCPSpec.from_json(old)
+    assert loaded.source == "crm.json" and loaded.content_hash == spec.content_hash
+    with pytest.raises(ArtifactError, match="content_hash"):
+        MCPSpec.from_json(old.replace('"CRM"', '"ERP"', 1))

@@ -10,6 +10,7 @@ The corpus root is the folder holding `weft-corpus.json` (a run's OUT). Checked:
 - task graphs (`stages/compose/*/tasks/*.json`): hashes, and each initial snapshot's content
   address is held by the corpus (its `snapshots/` copy or the MegaMCP object store) with
   exactly those bytes;
+- traces: each names (by content hash) a task graph of the corpus;
 - stage records (`done.json`) and `summary.json`: every reference is relative and resolves.
 
 Trace hashes and ledger agreement are checked by `weft.cli.verify_traces`.
@@ -141,13 +142,16 @@ def _snapshot_copies(root: Path, sha: str) -> list[Path]:
     ]
 
 
-def _task_graphs(check: CorpusCheck) -> None:
+def _task_graphs(check: CorpusCheck) -> set[str]:
+    """Check every task graph; returns their content hashes (what traces refer to)."""
+    hashes: set[str] = set()
     for path in sorted(check.root.glob("stages/compose/*/tasks/*.json")):
         try:
             graph = TaskGraph.load(path)
         except WeftError as exc:
             check.fail(path, str(exc))
             continue
+        hashes.add(graph.content_hash or graph.compute_hash())
         for mcp, ref in sorted(graph.initial_snapshots.items()):
             digest = address_digest(ref.uri)
             if digest is None or digest != ref.sha256:
@@ -161,6 +165,21 @@ def _task_graphs(check: CorpusCheck) -> None:
                     check.fail(copy, f"holds other bytes than {ref.uri}")
             check.checked["snapshots"] += 1
         check.checked["task graphs"] += 1
+    return hashes
+
+
+def _trace_tasks(check: CorpusCheck, tasks: set[str]) -> None:
+    """Every trace names (by content hash) a task graph the corpus holds."""
+    from weft_tasks.rollout import TraceSink
+
+    for path in sorted(check.root.glob("stages/rollouts/*/traces.jsonl")):
+        traces, _ = TraceSink(path).load()  # unreadable lines are reported by verify_traces
+        for t in traces:
+            if t.task_hash is not None and t.task_hash not in tasks:
+                check.fail(
+                    path, f"trace {t.id}: task {t.task_id} ({t.task_hash}) is not in the corpus"
+                )
+            check.checked["trace references"] += 1
 
 
 def _records(check: CorpusCheck) -> None:
@@ -185,7 +204,7 @@ def verify_corpus(path: Path) -> CorpusCheck:
     check = CorpusCheck(root=root)
     _bundles(check)
     _libraries(check)
-    _task_graphs(check)
+    _trace_tasks(check, _task_graphs(check))
     _records(check)
     return check
 

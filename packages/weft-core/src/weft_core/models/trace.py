@@ -54,9 +54,13 @@ class Trace(Artifact):
     CLOCK_FIELDS: ClassVar[dict[str, Any]] = {
         "ledger": {"__all__": {"started_at": True, "duration_ms": True}}
     }
+    OMIT_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset({"task_hash"})
 
     id: str
     task_id: str
+    task_hash: str | None = Field(
+        default=None, description="content_hash of the TaskGraph rolled out (its content address)."
+    )
     view: str
     harness: str
     model: str = "programmatic"

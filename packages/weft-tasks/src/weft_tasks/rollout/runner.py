@@ -209,6 +209,7 @@ async def _attempt(
     trace = Trace(
         id=plan.rollout_id,
         task_id=graph.id,
+        task_hash=graph.content_hash or graph.compute_hash(),
         view=f"{plan.mode.value}/{plan.disclosure.value}",
         harness=plan.harness,
         model=run.model,
@@ -344,6 +345,7 @@ def _failed(plan: RolloutPlan, harness: Harness, reason: str, retries: int) -> T
     return Trace(
         id=plan.rollout_id,
         task_id=plan.task.id,
+        task_hash=plan.task.content_hash or plan.task.compute_hash(),
         view=f"{plan.mode.value}/{plan.disclosure.value}",
         harness=plan.harness,
         model=harness.model_name,

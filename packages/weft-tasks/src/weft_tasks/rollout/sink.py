@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from weft_core.exceptions import ArtifactError
 from weft_core.models import Trace, atomic_write_text
 
@@ -29,14 +27,12 @@ class TraceSink:
                 if not line.strip():
                     continue
                 try:
-                    trace = Trace.model_validate_json(line)
-                    trace.verify_hash()
-                except ArtifactError:
-                    problems.append(f"{self.path}:{lineno}: trace content does not match its hash")
-                    continue
-                except ValidationError as exc:
+                    trace = Trace.from_json(line, source=f"{self.path}:{lineno}")
+                except ArtifactError as exc:
                     problems.append(
-                        f"{self.path}:{lineno}: not a trace ({exc.error_count()} error(s))"
+                        f"{self.path}:{lineno}: trace content does not match its hash"
+                        if "content_hash" in str(exc)
+                        else f"{self.path}:{lineno}: not a trace ({exc})"
                     )
                     continue
                 traces.pop(trace.id, None)  # the later line wins, and moves to the end
