@@ -148,6 +148,14 @@ def _relocatable_synth(rec: dict[str, Any], out: Path) -> dict[str, Any]:
     return rec
 
 
+def record_path(ref: str, out: Path) -> Path:
+    """The local path a stage record names: relative to OUT; an absolute path is a record of
+    an older run (used as is, so such a run still resumes where it lies)."""
+    from weft_core.refs import is_absolute_path, resolve_ref
+
+    return Path(ref) if is_absolute_path(ref) else resolve_ref(ref, out)
+
+
 # ----------------------------------------------------------------------------- stage 2
 
 
@@ -161,7 +169,7 @@ async def stage_atomic(
 ) -> tuple[list[Path], dict[str, dict[str, Any]], str]:
     """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP). A bundle with
     no certifiable task is recorded with its reason and the others go on."""
-    from weft_core.refs import corpus_ref, resolve_ref
+    from weft_core.refs import corpus_ref
     from weft_tasks.atomic import certify_bundle
     from weft_tasks.exceptions import TasksUserError
     from weft_tasks.settings import TasksSettings
@@ -207,7 +215,7 @@ async def stage_atomic(
                 }
             done = store.finish(ATOMIC, key, record)
         if done.get("library"):
-            libraries.append(resolve_ref(done["library"], config.out_dir))
+            libraries.append(record_path(done["library"], config.out_dir))
         stats[done["mcp"]] = done
     return libraries, stats, ("ran" if ran else "cached")
 
@@ -411,7 +419,7 @@ async def run_pipeline(
     recording and answers the same calls from it without contacting any model, so a run with a
     model can be repeated (everything but the model's outputs is deterministic anyway)."""
     from weft_core.llm import RecordingChatModel, ReplayChatModel, make_chat_model
-    from weft_core.refs import corpus_ref, mark_corpus_root, resolve_ref
+    from weft_core.refs import corpus_ref, mark_corpus_root
     from weft_tasks.rollout import INFRA_PREFIX, rollout_stats, trace_ledger_problems
 
     t0 = time.perf_counter()
@@ -439,7 +447,7 @@ async def run_pipeline(
         config, store, model, calls, replay=replay is not None
     )
     bundles = [
-        resolve_ref(r["bundle"], out)
+        record_path(r["bundle"], out)
         for r in envs
         if r.get("status") in ("certified", "partial") and r.get("bundle")
     ]
