@@ -47,7 +47,8 @@ async def test_pipeline_runs_end_to_end_and_resumes(tmp_path):
     # agrees with the ledger MegaMCP recorded.
     assert all(r.checkpoint_pass_rate == 1.0 for r in first.rollouts), first.rollouts
     assert first.traces_verified == first.traces, first.trace_problems
-    traces, problems = TraceSink(Path(first.traces_path)).load()
+    assert first.traces_path and not Path(first.traces_path).is_absolute()  # corpus-relative
+    traces, problems = TraceSink(config.out_dir / first.traces_path).load()
     assert problems == [] and len(traces) == first.traces
     for t in traces:
         assert trace_ledger_problems(t.messages, t.ledger) == []

@@ -289,7 +289,7 @@ def sample_graph() -> TaskGraph:
         order=["n1", "n2"],
         initial_snapshots={
             "acme_helpdesk": SnapshotRef(
-                mcp="acme_helpdesk", uri="file:///snap/1.sqlite", sha256="d" * 64
+                mcp="acme_helpdesk", uri="sha256:" + "d" * 64, sha256="d" * 64
             )
         },
         final_checks=all_checks()[5:],
@@ -724,7 +724,7 @@ def test_rl_task_row_round_trip() -> None:
         task_id="g-1",
         prompt=sample_messages()[:2],
         tools=sample_trace().tools,
-        task_uri="file:///tasks/g-1.json",
+        task_uri="tasks/g-1.json",
         view="simuser",
         metadata={"profile": "Moderate"},
     )
@@ -739,7 +739,7 @@ def test_dataset_rows_hash_and_refuse_newer_schema(row_cls: type[SFTRow] | type[
         row: Any = SFTRow(messages=sample_messages(), task_id="g-1")
         change: dict[str, Any] = {"task_id": "g-2"}
     else:
-        row = RLTaskRow(task_id="g-1", prompt=sample_messages()[:2], task_uri="file:///t.json")
+        row = RLTaskRow(task_id="g-1", prompt=sample_messages()[:2], task_uri="s3://bucket/t.json")
         change = {"view": "simuser"}
     sealed = row.sealed()
     assert sealed.content_hash == row.compute_hash()
@@ -753,3 +753,14 @@ def test_dataset_rows_hash_and_refuse_newer_schema(row_cls: type[SFTRow] | type[
     data["schema_version"] = 2
     with pytest.raises(ValidationError, match=r"schema_version 2 is newer .* upgrade weft-core"):
         row_cls.model_validate(data)
+
+
+def test_trace_hash_covers_content_not_the_clock():
+    entry = LedgerEntry(seq=0, session_id="r-1/crm", mcp="crm", tool="get", duration_ms=3.0)
+    trace = Trace(id="r-1", task_id="t", view="agentic/full", harness="teacher", ledger=[entry])
+    later = entry.model_copy(
+        update={"started_at": datetime(2020, 1, 1, tzinfo=UTC), "duration_ms": 90.0}
+    )
+    other = entry.model_copy(update={"arguments": {"id": 2}})
+    assert trace.model_copy(update={"ledger": [later]}).compute_hash() == trace.compute_hash()
+    assert trace.model_copy(update={"ledger": [other]}).compute_hash() != trace.compute_hash()

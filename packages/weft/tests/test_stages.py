@@ -29,3 +29,11 @@ def test_a_damaged_marker_reruns_the_stage(tmp_path):
     store.begin("s", key)
     (store.path("s", key) / "done.json").write_text("{torn")
     assert store.done("s", key) is None
+
+
+def test_records_name_paths_relative_to_out_and_older_absolute_ones_still_resolve(tmp_path):
+    from weft.pipeline import record_path
+
+    assert record_path("stages/envs/k/crm", tmp_path) == tmp_path / "stages" / "envs" / "k" / "crm"
+    legacy = str(tmp_path / "elsewhere" / "crm")
+    assert record_path(legacy, tmp_path / "out") == tmp_path / "elsewhere" / "crm"

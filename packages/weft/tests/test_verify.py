@@ -1,4 +1,6 @@
+import hashlib
 import json
+from pathlib import Path
 
 from weft.cli import main
 from weft_core.models import (
@@ -6,6 +8,8 @@ from weft_core.models import (
     CheckOutcome,
     EvaluationResult,
     LedgerEntry,
+    SnapshotRef,
+    TaskGraph,
     ToolCall,
     ToolCallFunction,
     Trace,
@@ -49,3 +53,47 @@ def test_verify_accepts_agreeing_traces_and_rejects_a_disagreeing_one(tmp_path, 
     assert main(["verify", str(sink.path)]) == 1
     assert "1/2 traces verified" in capsys.readouterr().out
     assert main(["verify", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_verify_catches_a_tampered_moved_corpus(tmp_path: Path) -> None:
+    """`weft verify` of a corpus fails when a reference does not resolve or is absolute."""
+    from weft.verify import verify_corpus
+    from weft_core.refs import mark_corpus_root
+
+    root = mark_corpus_root(tmp_path / "c")
+    lib = root / "stages" / "atomic" / "k" / "crm"
+    lib.mkdir(parents=True)
+    (root / "stages" / "atomic" / "k" / "done.json").write_text(
+        json.dumps({"mcp": "crm", "library": "stages/atomic/k/gone"})
+    )
+    (root / "summary.json").write_text(json.dumps({"traces_path": "/tmp/abs/traces.jsonl"}))
+    data = b"SQLite format 3\x00 the grounded state"
+    sha = hashlib.sha256(data).hexdigest()
+    graph = TaskGraph(
+        id="t1",
+        objective="o",
+        nodes=[],
+        initial_snapshots={"crm": SnapshotRef(mcp="crm", uri=f"sha256:{sha}", sha256=sha)},
+    )
+    graph.save(root / "stages" / "compose" / "k" / "tasks" / "t1.json")
+    copy = root / "stages" / "compose" / "k" / "snapshots" / f"{sha}.sqlite"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(data)
+    check = verify_corpus(root)
+    assert check.checked["snapshots"] == 1
+    assert len(check.problems) == 2, check.problems
+    assert any("does not resolve" in p for p in check.problems), check.problems
+    assert any("absolute local path" in p for p in check.problems), check.problems
+    copy.write_bytes(data + b"tampered")
+    assert any("holds other bytes" in p for p in verify_corpus(root).problems)
+    copy.unlink()
+    assert any("held nowhere" in p for p in verify_corpus(root).problems)
+
+
+def test_replay_needs_the_model_the_recording_was_made_with(tmp_path: Path, capsys) -> None:
+    examples = Path(__file__).resolve().parents[3] / "examples" / "pipeline.toml"
+    calls = tmp_path / "model-calls.jsonl"
+    calls.write_text("")
+    args = ["run", str(examples), "--out", str(tmp_path / "out"), "--replay", str(calls)]
+    assert main(args) == 2
+    assert "--replay needs the model" in capsys.readouterr().err

@@ -125,8 +125,10 @@ def synthesize_file(
     model: str | None = None,
     rounds: int = 3,
     bundle_name: str | None = None,
+    llm: Any = None,
 ) -> SynthResult:
-    """Load and synthesize one spec file; never raises (a failure becomes a result with a reason)."""
+    """Load and synthesize one spec file; never raises (a failure becomes a result with a reason).
+    `llm` (a chat model, e.g. a recording or replaying one) is used instead of building `model`."""
     from weft_core.exceptions import WeftError
 
     t0 = time.perf_counter()
@@ -150,7 +152,7 @@ def synthesize_file(
             seconds=time.perf_counter() - t0,
         )
     try:
-        llm = _make_llm(model)
+        llm = llm if llm is not None else _make_llm(model)
         result = synthesize_spec(
             spec, out_dir, llm=llm, rounds=rounds, source=src, bundle_name=bundle_name
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from weft_core.refs import address_digest, content_address
 from weft_megamcp.exceptions import MegaMCPRuntimeError, NotFoundError
 
 _CHUNK = 1 << 20
@@ -44,14 +45,24 @@ class ObjectStore:
         return f"{self.root}/blobs/{sha[:2]}/{sha}"
 
     def uri(self, sha: str) -> str:
+        """The reference an artifact stores for blob `sha`: its content address, which any host
+        resolves in its own store wherever the store (or a corpus holding it) has moved."""
+        return content_address(sha)
+
+    def blob_url(self, sha: str) -> str:
+        """Where blob `sha` lies in this store (a local path, or an `s3://...` URL)."""
         key = self._key(sha)
-        return (
-            key
-            if self.is_local
-            else f"{self.fs.protocol[0] if isinstance(self.fs.protocol, tuple) else self.fs.protocol}://{key}"
-        )
+        if self.is_local:
+            return key
+        proto = self.fs.protocol[0] if isinstance(self.fs.protocol, tuple) else self.fs.protocol
+        return f"{proto}://{key}"
 
     def sha_of_uri(self, uri: str) -> str:
+        """The digest a snapshot reference names: a content address `sha256:<hex>`, an
+        object-store URL or a blob path (written by older versions) ending in the digest."""
+        digest = address_digest(uri)
+        if digest is not None:
+            return digest
         name = uri.rstrip("/").rsplit("/", 1)[-1]
         if len(name) != 64 or any(c not in "0123456789abcdef" for c in name):
             raise NotFoundError(f"object URI {uri!r} is not a MegaMCP blob URI")

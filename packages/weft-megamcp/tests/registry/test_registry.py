@@ -107,3 +107,55 @@ async def test_hostile_input(registry: Registry, tmp_path: Path):
     with pytest.raises(RegistrationError, match="not on PATH"):
         await registry.register_command(["definitely-not-a-command-xyz"], name="x")
     assert registry.list_latest() == []  # nothing half-registered
+
+
+async def test_snapshot_refs_are_content_addresses_that_survive_a_move(
+    bundle_dir: Path, tmp_path: Path
+):
+    """A snapshot reference names content, not where the store lies: a registry reopened on a
+    moved data dir resolves the same references (and the absolute blob paths older versions
+    wrote, by their digest)."""
+    import shutil
+
+    data = tmp_path / "t1"
+    store = ObjectStore(str(data / "objects"), data / "cache")
+    reg = Registry(f"sqlite:///{data / 'reg.sqlite'}", store, data / "modules")
+    rec = await reg.register(bundle_dir)
+    ref = rec.seed_snapshot_uri
+    assert ref is not None and ref.startswith("sha256:") and str(data) not in ref
+    legacy = store.blob_url(ref.removeprefix("sha256:"))
+    reg.close()
+
+    moved = tmp_path / "elsewhere" / "t2"
+    shutil.copytree(data, moved)
+    shutil.rmtree(data)
+    store2 = ObjectStore(str(moved / "objects"), moved / "cache")
+    reg2 = Registry(f"sqlite:///{moved / 'reg.sqlite'}", store2, moved / "modules")
+    try:
+        path, sha = reg2.snapshot_file(ref)
+        assert path.is_relative_to(moved) and sha == ref.removeprefix("sha256:")
+        assert reg2.snapshot_file(legacy)[1] == sha
+        assert reg2.put_snapshot(rec.mcp_id, bundle_dir / "seed.sqlite").uri == ref
+        with pytest.raises(NotFoundError):
+            reg2.snapshot_file("sha256:" + "0" * 64)
+    finally:
+        reg2.close()
+
+
+async def test_a_bundle_version_is_keyed_by_content_not_manifest_bytes(
+    registry: Registry, bundle_dir: Path
+):
+    """Re-synthesizing the same environment writes a manifest with a new `created_at` (and a
+    spec loaded from another path records the same file name): the same version."""
+    from datetime import UTC, datetime
+
+    from weft_core.models import EnvBundleManifest
+
+    path = bundle_dir / "manifest.json"
+    manifest = EnvBundleManifest.model_validate_json(path.read_text()).sealed()
+    manifest.save(path)
+    v1 = await registry.register(bundle_dir)
+    manifest.model_copy(update={"created_at": datetime(2030, 1, 1, tzinfo=UTC)}).save(path)
+    assert (await registry.register(bundle_dir)).version == v1.version == 1
+    manifest.model_copy(update={"description": "other"}).save(path)
+    assert (await registry.register(bundle_dir)).version == 2

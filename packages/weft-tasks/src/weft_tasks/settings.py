@@ -53,4 +53,12 @@ class TasksSettings(BaseSettings):
     concurrency: int = Field(
         default=8, ge=1, description="Validations / replays run at the same time against MegaMCP."
     )
+    compose_wave: int = Field(
+        default=16,
+        ge=1,
+        description=(
+            "Samples drawn before their replays run (concurrently); fixed, so the composed "
+            "corpus depends on the seed and never on concurrency or timing."
+        ),
+    )
     seed: int = Field(default=0, description="Random seed of sampling and synthesis.")

@@ -70,3 +70,50 @@ async def test_every_round_is_reachable_and_a_broken_state_is_not(
         refs = await register_snapshots(client, reg, files, paths)
         report = await replay(client, reg, graph, {m: r.uri for m, r in refs.items()}, paths)
         assert not report.passed and report.diagnostic
+
+
+async def test_snapshot_refs_are_content_addresses_a_fresh_host_gets_from_the_corpus(
+    libraries: list[Any], tmp_path: Path
+) -> None:
+    """A task names its initial DBs by content; a host with an empty store (a moved corpus, a
+    remote host) receives them from the corpus' copies and replays the task from them."""
+    from weft_tasks.exceptions import TasksUserError
+    from weft_tasks.grounding.reachability import restore_snapshots
+
+    bundles = {lib.mcp: lib.bundle for lib in libraries if lib.mcp in ("crm", "helpdesk")}
+    pool = [t for lib in libraries if lib.mcp in bundles for t in lib.tasks]
+    state = compose_graph(
+        CompositionState(
+            graph_id="g2", profile="Simple", objective="serve Ada", nodes_wanted=2, pool=pool
+        ),
+        bundles,
+    )
+    graph = state.graph
+    assert graph is not None and not state.issues
+    paths = {m: bundles[m].path for m in graph.mcps}
+    grounded = ground(graph, {m: bundles[m] for m in graph.mcps})
+    copies = tmp_path / "corpus" / "snapshots"
+    async with megamcp_client(data_dir=tmp_path / "first") as client:
+        files, _ = write_snapshots(grounded.rows(3), paths, copies)
+        refs = await register_snapshots(client, Registrar(client), files, paths)
+    for ref in refs.values():
+        assert ref.uri == f"sha256:{ref.sha256}" and str(tmp_path) not in ref.uri
+    graph = graph.model_copy(update={"initial_snapshots": refs})
+    async with megamcp_client(data_dir=tmp_path / "fresh") as client:
+        reg = Registrar(client)
+        ids = {m: await reg.mcp_id(p) for m, p in paths.items()}
+        assert set(ids.values()) == {r.mcp for r in refs.values()}
+        uris = {m: r.uri for m, r in refs.items()}
+        with pytest.raises(Exception, match="not in the object store"):
+            await client.create_group({refs[m].mcp: refs[m].uri for m in refs})
+        assert await restore_snapshots(client, [graph], [tmp_path / "nowhere"]) == sorted(
+            uris.values()
+        )
+        assert await restore_snapshots(client, [graph], [copies]) == []
+        report = await replay(client, reg, graph, uris, paths)
+        assert report.passed, report.diagnostic
+        victim = copies / f"{next(iter(refs.values())).sha256}.sqlite"
+        victim.chmod(0o644)
+        victim.write_bytes(victim.read_bytes() + b"x")
+        with pytest.raises(TasksUserError, match="corrupt copy"):
+            await restore_snapshots(client, [graph], [copies])

@@ -27,3 +27,25 @@ def test_a_hand_edited_trace_is_reported_not_loaded(tmp_path):
     sink.path.write_text(sink.path.read_text().replace('"teacher"', '"react"'))
     traces, problems = sink.load()
     assert traces == [] and "does not match its hash" in problems[0]
+
+
+def test_rewrite_orders_the_file_and_old_traces_still_load(tmp_path):
+    import json
+
+    from weft_core._hashing import content_hash
+
+    sink = TraceSink(tmp_path / "traces.jsonl")
+    for i in ("c", "a", "b"):
+        sink.append(_t(i))
+    sink.rewrite(sorted(sink.load()[0], key=lambda t: t.id))
+    assert [json.loads(x)["id"] for x in sink.path.read_text().splitlines()] == ["a", "b", "c"]
+    # a line sealed by an older weft-core (the hash then covered every field)
+    raw = json.loads(_t("old").model_dump_json())
+    raw.pop("task_hash")
+    raw["content_hash"] = content_hash(
+        {k: v for k, v in raw.items() if k not in ("content_hash", "version")}
+    )
+    with sink.path.open("a") as fh:
+        fh.write(json.dumps(raw) + "\n")
+    traces, problems = sink.load()
+    assert problems == [] and [t.id for t in traces] == ["a", "b", "c", "old"]

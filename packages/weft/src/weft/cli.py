@@ -1,6 +1,7 @@
 """The `weft` command.
 
-    weft run CONFIG [--model SPEC] [--out DIR] [--quiet]   run the pipeline a TOML config describes
+    weft run CONFIG [--model SPEC] [--out DIR] [--quiet] [--replay CALLS]
+                                                           run the pipeline a TOML config describes
     weft demo [--model SPEC] [--out DIR] [--quiet]         run it on examples/ (no model needed)
     weft verify PATH                                       check a traces JSONL (or a run's OUT folder)
     weft report RUN_DIR [-o report.html]                   write the run's HTML report
@@ -61,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
             "--out", type=Path, default=None, help="output folder (overrides the config)"
         )
         p.add_argument("--quiet", action="store_true", help="no progress bars or tables")
+        p.add_argument(
+            "--replay",
+            type=Path,
+            default=None,
+            metavar="CALLS",
+            help="answer the model's calls from a recording (a run's OUT/model-calls.jsonl)",
+        )
     v = sub.add_parser("verify", help="check traces: hashes, ledger agreement, verifier outcomes")
     v.add_argument("path", type=Path, help="traces.jsonl, or the OUT folder of a run")
     r = sub.add_parser("report", help="write one self-contained HTML report of a run folder")
@@ -90,21 +98,35 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
 
 
 def verify_traces(path: Path) -> int:
-    """Print what a traces file holds and whether every trace verifies; 0 when all do."""
+    """Print what a traces file holds and whether every trace verifies; 0 when all do. A run's
+    OUT folder (a corpus, wherever it has been moved) is first checked as a whole: every
+    reference resolves and every hash is re-checked (`weft.verify`)."""
     from weft.errors import ConfigError as _ConfigError
     from weft_core.console import summary_table
     from weft_tasks.rollout import INFRA_PREFIX, TraceSink, trace_ledger_problems
 
+    corpus_ok = True
     if path.is_dir():
-        summary = path / "summary.json"
-        if not summary.exists():
-            raise _ConfigError(f"{path}: no summary.json; name a traces .jsonl file instead")
-        import json
+        from weft.verify import traces_file, verify_corpus
 
-        traces_path = json.loads(summary.read_text(encoding="utf-8")).get("traces_path")
-        if not traces_path:
-            raise _ConfigError(f"{summary}: the run has no traces yet")
-        path = Path(traces_path)
+        check = verify_corpus(path)
+        if not check.checked:
+            raise _ConfigError(f"{path}: not a Weft corpus (no weft-corpus.json, no stages/)")
+        print(f"corpus: {check.root}")
+        summary_table(
+            "Corpus",
+            ["artifacts", "checked"],
+            [[k, n] for k, n in sorted(check.checked.items())],
+        )
+        for p in check.problems:
+            print(p, file=sys.stderr)
+        print(f"corpus: {len(check.problems)} problem(s) in references and hashes")
+        corpus_ok = check.ok
+        found = traces_file(check.root)
+        if found is None:
+            print("no traces yet")
+            return 0 if corpus_ok else 1
+        path = found
     if not path.exists():
         raise _ConfigError(f"{path}: no such traces file")
     traces, problems = TraceSink(path).load()
@@ -142,7 +164,7 @@ def verify_traces(path: Path) -> int:
     print(
         f"{len(traces) - (bad - len(problems))}/{len(traces)} traces verified; {len(problems)} unreadable line(s)"
     )
-    return 0 if bad == 0 else 1
+    return 0 if bad == 0 and corpus_ok else 1
 
 
 def _configure(args: argparse.Namespace) -> PipelineConfig:
@@ -176,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         from weft.pipeline import run_pipeline
         from weft.summary import print_summary
 
-        summary = asyncio.run(run_pipeline(config, model=args.model))
+        summary = asyncio.run(run_pipeline(config, model=args.model, replay=args.replay))
         print_summary(summary)
         if args.command == "demo":
             write_report(Path(summary.out_dir))

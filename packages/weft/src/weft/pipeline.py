@@ -24,9 +24,11 @@ from weft.errors import ConfigError, StageError
 from weft.stages import StageStore, file_hash
 from weft.summary import MCPRow, PipelineSummary, RolloutRow
 from weft_core.console import get_console
+from weft_core.exceptions import WeftError
 from weft_core.models import TaskGraph
 
 ENVS, ATOMIC, COMPOSE, ROLLOUTS, SFT = "envs", "atomic", "compose", "rollouts", "sft"
+MODEL_CALLS = "model-calls.jsonl"  # every model call of a run, for `weft run --replay`
 
 
 def _log(message: str) -> None:
@@ -54,14 +56,29 @@ async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
 # ----------------------------------------------------------------------------- stage 1
 
 
-def _synth_one(spec: str, folder: str, model: str | None, rounds: int) -> dict[str, Any]:
+def _synth_one(
+    spec: str, folder: str, model: str | None, rounds: int, calls: str | None, replay: bool
+) -> dict[str, Any]:
+    """One spec in a worker; its model calls are recorded to (or replayed from) `calls`."""
     from weft_envsynth.pipeline import synthesize_file
 
-    return synthesize_file(spec, folder, model=model, rounds=rounds).model_dump(mode="json")
+    llm: Any = None
+    if model and calls:
+        from weft_core.llm import RecordingChatModel, ReplayChatModel, make_chat_model
+
+        inner = None if replay else make_chat_model(model)
+        llm = ReplayChatModel(calls) if inner is None else RecordingChatModel(inner, calls)
+    return synthesize_file(spec, folder, model=model, rounds=rounds, llm=llm).model_dump(
+        mode="json"
+    )
 
 
 async def stage_envs(
-    config: PipelineConfig, store: StageStore, model: str | None
+    config: PipelineConfig,
+    store: StageStore,
+    model: str | None,
+    calls: Path | None = None,
+    replay: bool = False,
 ) -> tuple[list[dict[str, Any]], str]:
     """One EnvBundle per spec file; returns the synthesis results (with bundle paths)."""
     specs = config.spec_files()
@@ -102,8 +119,10 @@ async def stage_envs(
                             str(folder),
                             model,
                             config.envsynth.rounds,
+                            str(calls) if calls else None,
+                            replay,
                         )
-                    results[i] = store.finish(ENVS, key, rec)
+                    results[i] = store.finish(ENVS, key, _relocatable_synth(rec, config.out_dir))
                     bar.advance()
 
                 await asyncio.gather(*(one(i, s, k) for i, s, k in todo))
@@ -114,6 +133,28 @@ async def stage_envs(
     if todo and len(todo) < len(specs):
         state = f"ran {len(todo)}, cached {len(specs) - len(todo)}"
     return [r for r in results if r is not None], state
+
+
+def _relocatable_synth(rec: dict[str, Any], out: Path) -> dict[str, Any]:
+    """A synthesis result as a stage record: the bundle as a corpus-relative URI, the spec as
+    its file name (it lies outside the corpus, and where it was read from is not content)."""
+    from weft_core.models.spec import source_label
+    from weft_core.refs import corpus_ref
+
+    rec = dict(rec)
+    if rec.get("bundle"):
+        rec["bundle"] = corpus_ref(rec["bundle"], out)
+    if rec.get("source"):
+        rec["source"] = source_label(str(rec["source"]))
+    return rec
+
+
+def record_path(ref: str, out: Path) -> Path:
+    """The local path a stage record names: relative to OUT; an absolute path is a record of
+    an older run (used as is, so such a run still resumes where it lies)."""
+    from weft_core.refs import is_absolute_path, resolve_ref
+
+    return Path(ref) if is_absolute_path(ref) else resolve_ref(ref, out)
 
 
 # ----------------------------------------------------------------------------- stage 2
@@ -129,6 +170,7 @@ async def stage_atomic(
 ) -> tuple[list[Path], dict[str, dict[str, Any]], str]:
     """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP). A bundle with
     no certifiable task is recorded with its reason and the others go on."""
+    from weft_core.refs import corpus_ref
     from weft_tasks.atomic import certify_bundle
     from weft_tasks.exceptions import TasksUserError
     from weft_tasks.settings import TasksSettings
@@ -160,7 +202,7 @@ async def stage_atomic(
                 lib = await certify_bundle(bundle_dir, client, folder, llm=llm, settings=settings)
                 record = {
                     "mcp": lib.mcp,
-                    "library": str(folder / lib.mcp),
+                    "library": corpus_ref(folder / lib.mcp, config.out_dir),
                     "tasks": len(lib.tasks),
                     "coverage": float(lib.manifest.coverage),
                 }
@@ -174,7 +216,7 @@ async def stage_atomic(
                 }
             done = store.finish(ATOMIC, key, record)
         if done.get("library"):
-            libraries.append(Path(done["library"]))
+            libraries.append(record_path(done["library"], config.out_dir))
         stats[done["mcp"]] = done
     return libraries, stats, ("ran" if ran else "cached")
 
@@ -194,10 +236,7 @@ async def stage_compose(
     key = store.key(
         COMPOSE,
         {
-            "libraries": sorted(
-                file_hash(p / "library.json") if (p / "library.json").exists() else str(p)
-                for p in libraries
-            ),
+            "libraries": sorted(_library_hash(p) for p in libraries),
             "tasks": config.tasks.model_dump(mode="json"),
             "model": model,
             "seed": config.pipeline.seed,
@@ -221,6 +260,16 @@ async def stage_compose(
         state = "cached"
     graphs = [TaskGraph.load(folder / "tasks" / f"{tid}.json") for tid in done["tasks"]]
     return graphs, list(done.get("failures", [])), state
+
+
+def _library_hash(folder: Path) -> str:
+    """A library's content hash (not its file's bytes: `created_at` is no input)."""
+    from weft_tasks.atomic.library import LibraryManifest
+
+    try:
+        return LibraryManifest.load(folder / "library.json").content_hash or ""
+    except WeftError as exc:
+        raise StageError(f"{folder}: unreadable atomic-task library: {exc}") from None
 
 
 def profile_set(config: PipelineConfig) -> Any:
@@ -349,7 +398,9 @@ async def stage_rollouts(
     llm: Any,
     model: str | None,
 ) -> tuple[list[Any], Path, str]:
+    from weft_core.refs import corpus_ref
     from weft_tasks.gateway import CaptureGateway
+    from weft_tasks.grounding import restore_snapshots
     from weft_tasks.rollout import RolloutSettings, plan_rollouts, run_rollouts
 
     simulator = llm if config.rollouts.simulator == "llm" else None
@@ -363,11 +414,17 @@ async def stage_rollouts(
     wants_gateway = upstream is not None and (
         llm is not None or any(h in EXTERNAL for h in config.rollouts.harnesses)
     )
+    # The tasks name their initial DBs by content; a host that has not seen them (a fresh data
+    # dir, a remote host, a moved corpus) gets them from the corpus' copies.
+    await restore_snapshots(
+        client, graphs, sorted(config.out_dir.glob(f"stages/{COMPOSE}/*/snapshots"))
+    )
     key = store.key(
         ROLLOUTS,
         {
             "tasks": sorted(g.content_hash or g.compute_hash() for g in graphs),
-            "rollouts": config.rollouts.model_dump(mode="json"),
+            # concurrency changes how fast, never what: it is no input of the traces
+            "rollouts": config.rollouts.model_dump(mode="json", exclude={"concurrency"}),
             "model": model,
         },
     )
@@ -405,7 +462,11 @@ async def stage_rollouts(
             simulator_model=simulator,
             gateway=gateway,
         )
-    store.finish(ROLLOUTS, key, {"traces": str(out), "rollouts": len(report.traces)})
+    store.finish(
+        ROLLOUTS,
+        key,
+        {"traces": corpus_ref(out, config.out_dir), "rollouts": len(report.traces)},
+    )
     state = (
         "cached"
         if done is not None or report.skipped == len(plans)
@@ -465,6 +526,12 @@ async def stage_sft(
             config.sft.epochs,
             config.sft.lr,
         )
+    # Paths in the record are corpus-relative, like every other stage's (the run is relocatable).
+    from weft_core.refs import corpus_ref
+
+    result.rows_path = corpus_ref(result.rows_path, config.out_dir)
+    if result.trained_model:
+        result.trained_model = corpus_ref(result.trained_model, config.out_dir)
     record = store.finish(SFT, key, result.model_dump(mode="json"))
     return record, "ran" if result.resumed == 0 else f"resumed ({result.resumed} done before)"
 
@@ -481,25 +548,44 @@ async def probe_model(llm: Any, model: str) -> None:
         raise StageError(f"model {model!r} did not answer: {type(exc).__name__}: {exc}") from None
 
 
-async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> PipelineSummary:
-    """Run every stage; returns (and writes OUT/summary.json) the summary."""
-    from weft_core.llm import make_chat_model
+async def run_pipeline(
+    config: PipelineConfig, *, model: str | None = None, replay: Path | None = None
+) -> PipelineSummary:
+    """Run every stage; returns (and writes OUT/summary.json) the summary.
+
+    With a model, every model call is recorded to OUT/model-calls.jsonl; `replay` names such a
+    recording and answers the same calls from it without contacting any model, so a run with a
+    model can be repeated (everything but the model's outputs is deterministic anyway)."""
+    from weft_core.llm import RecordingChatModel, ReplayChatModel, make_chat_model
+    from weft_core.refs import corpus_ref, mark_corpus_root
     from weft_tasks.rollout import INFRA_PREFIX, rollout_stats, trace_ledger_problems
 
     t0 = time.perf_counter()
     model = (model if model is not None else config.pipeline.model) or None
-    llm = make_chat_model(model) if model else None
-    if llm is not None:
-        await probe_model(llm, model or "")
     out = config.out_dir
     out.mkdir(parents=True, exist_ok=True)
+    mark_corpus_root(out)  # every reference in the run's artifacts is relative to OUT
+    llm: Any = None
+    if replay is not None:
+        if not model:
+            raise ConfigError(
+                "--replay needs the model the recording was made with (--model or [pipeline].model)"
+            )
+        llm = ReplayChatModel(replay)
+    elif model:
+        llm = make_chat_model(model)
+        await probe_model(llm, model)
+        llm = RecordingChatModel(llm, out / MODEL_CALLS)
     store = StageStore(out / "stages")
     summary = PipelineSummary(out_dir=str(out), model=model or "programmatic")
 
     _log(f"[bold]1/4 environments[/] from {len(config.spec_files())} spec file(s)")
-    envs, summary.stages[ENVS] = await stage_envs(config, store, model)
+    calls = replay if replay is not None else (out / MODEL_CALLS if model else None)
+    envs, summary.stages[ENVS] = await stage_envs(
+        config, store, model, calls, replay=replay is not None
+    )
     bundles = [
-        Path(r["bundle"])
+        record_path(r["bundle"], out)
         for r in envs
         if r.get("status") in ("certified", "partial") and r.get("bundle")
     ]
@@ -551,7 +637,7 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
                 config, store, client, graphs, llm, model
             )
 
-    summary.traces_path = str(traces_path)
+    summary.traces_path = corpus_ref(traces_path, out)
     summary.traces = len(traces)
     for t in traces:
         if (t.error or "").startswith(INFRA_PREFIX):

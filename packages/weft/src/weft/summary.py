@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -35,7 +36,11 @@ class RolloutRow(BaseModel):
 
 
 class PipelineSummary(BaseModel):
-    out_dir: str
+    out_dir: str = Field(
+        default="",
+        exclude=True,
+        description="Where this run's corpus lies (printed, never saved: the corpus may move).",
+    )
     model: str = "programmatic"
     mcps: list[MCPRow] = Field(default_factory=list)
     tasks_by_profile: dict[str, int] = Field(default_factory=dict)
@@ -49,7 +54,9 @@ class PipelineSummary(BaseModel):
     model_calls: list[CaptureStats] = Field(
         default_factory=list, description="Per harness: model calls the capture gateway recorded."
     )
-    traces_path: str | None = None
+    traces_path: str | None = Field(
+        default=None, description="The traces JSONL, relative to the corpus root (OUT)."
+    )
     sft: dict[str, Any] | None = Field(
         default=None, description="The sft stage's outcome (accepted rows, teacher cost)."
     )
@@ -135,7 +142,8 @@ def print_summary(summary: PipelineSummary) -> None:
         )
     console.print("stages: " + ", ".join(f"{k} {v}" for k, v in summary.stages.items()))
     if summary.traces_path:
-        console.print(f"traces: {summary.traces_path}")
+        where = Path(summary.out_dir) / summary.traces_path if summary.out_dir else None
+        console.print(f"traces: {where or summary.traces_path}")
 
 
 def print_capture(rows: list[CaptureStats]) -> None:

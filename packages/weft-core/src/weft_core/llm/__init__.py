@@ -5,6 +5,13 @@ None means "no model": every LLM agent node then runs its programmatic strategy.
 
 from weft_core.llm._config import ModelConfig, parse_model_spec
 from weft_core.llm._factory import make_chat_model, make_chat_model_from_env
+from weft_core.llm._recording import (
+    RecordingChatModel,
+    RecordingError,
+    ReplayChatModel,
+    ReplayMissError,
+    call_key,
+)
 from weft_core.llm._reply import reply_payload, reply_text
 from weft_core.llm._settings import ModelSettings, WeftLLMSettings
 
@@ -15,7 +22,12 @@ __all__ = [
     "TITO_KEY",
     "ModelConfig",
     "ModelSettings",
+    "RecordingChatModel",
+    "RecordingError",
+    "ReplayChatModel",
+    "ReplayMissError",
     "WeftLLMSettings",
+    "call_key",
     "make_chat_model",
     "make_chat_model_from_env",
     "parse_model_spec",

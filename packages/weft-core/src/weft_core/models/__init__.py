@@ -1,6 +1,6 @@
 """Weft's artifacts: pydantic models with a JSON form, a schema version, a content hash and a version."""
 
-from weft_core.models._base import Artifact, WeftModel, atomic_write_text
+from weft_core.models._base import Artifact, WeftModel, artifact_time, atomic_write_text
 from weft_core.models.bundle import BUNDLE_FILES, EnvBundleManifest, StateKind, ToolCertification
 from weft_core.models.captured_call import CapturedCall
 from weft_core.models.check import (
@@ -113,6 +113,7 @@ __all__ = [
     "ViewMode",
     "WeftModel",
     "WorkspaceFile",
+    "artifact_time",
     "atomic_write_text",
     "slugify",
 ]

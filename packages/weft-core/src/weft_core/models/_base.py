@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -14,6 +16,20 @@ from weft_core.exceptions import ArtifactError
 
 # Fields that describe an artifact rather than its content, so they never enter its hash.
 _HASH_EXCLUDE = {"content_hash", "version", "created_at"}
+
+
+def artifact_time() -> datetime:
+    """When an artifact is created: now, or `SOURCE_DATE_EPOCH` (seconds since 1970, UTC) when
+    set, the reproducible-builds convention, so two runs can be compared byte for byte."""
+    pinned = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if pinned:
+        try:
+            return datetime.fromtimestamp(int(pinned), UTC)
+        except (ValueError, OverflowError, OSError):
+            raise ArtifactError(
+                f"SOURCE_DATE_EPOCH={pinned!r} is not a whole number of seconds since 1970"
+            ) from None
+    return datetime.now(UTC)
 
 
 class WeftModel(BaseModel):
@@ -32,6 +48,15 @@ class Artifact(WeftModel):
     """
 
     SCHEMA_VERSION: ClassVar[int] = 1
+    # Fields a subclass records about where its content came from (never hashed: the same
+    # content read from two places must hash the same).
+    PROVENANCE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    # Nested fields the clock writes (when something ran, how long it took), in pydantic's
+    # `exclude` form: not content, so two runs of the same work hash the same.
+    CLOCK_FIELDS: ClassVar[dict[str, Any]] = {}
+    # Optional fields added after files were written: left out of the hash while unset, so
+    # adding one does not change the hash of existing artifacts.
+    OMIT_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset()
 
     schema_version: int = Field(default=1, description="Format version of this artifact class.")
     version: int = Field(default=1, ge=1, description="Revision number of this content.")
@@ -49,7 +74,12 @@ class Artifact(WeftModel):
         return self
 
     def compute_hash(self) -> str:
-        return content_hash(self.model_dump(mode="json", exclude=_HASH_EXCLUDE))
+        exclude: dict[str, Any] = dict.fromkeys(_HASH_EXCLUDE | self.PROVENANCE_FIELDS, True)
+        data = self.model_dump(mode="json", exclude=exclude | self.CLOCK_FIELDS)
+        for name in self.OMIT_WHEN_UNSET:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return content_hash(data)
 
     def sealed(self) -> Self:
         """A copy with `content_hash` filled in."""
@@ -80,7 +110,11 @@ class Artifact(WeftModel):
         try:
             obj.verify_hash()
         except ArtifactError as exc:
-            raise ArtifactError(f"{source}: {exc}") from None
+            if not sealed_by_older_rule(text):
+                raise ArtifactError(f"{source}: {exc}") from None
+            # Intact, but sealed when the hash still covered provenance or clock fields (or
+            # before a field was added): the same content under today's rule.
+            obj = obj.sealed()
         return obj
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -95,6 +129,22 @@ class Artifact(WeftModel):
         except OSError as exc:
             raise ArtifactError(f"{p}: cannot read: {exc.strerror}") from None
         return cls.from_json(text, source=str(p))
+
+
+def sealed_by_older_rule(text: str | bytes) -> bool:
+    """Whether a file's `content_hash` is that of all its other fields but `version` and
+    `created_at`, as weft-core hashed every artifact before provenance (`MCPSpec.source`) and
+    clock fields (`Trace` ledger times) were left out: an intact file of an older run."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(raw, dict) or not isinstance(raw.get("content_hash"), str):
+        return False
+    stored = raw.pop("content_hash")
+    for key in ("version", "created_at"):
+        raw.pop(key, None)
+    return bool(stored == content_hash(raw))
 
 
 def atomic_write_text(path: Path, text: str) -> Path:

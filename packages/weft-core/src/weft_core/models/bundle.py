@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import Field
 
-from weft_core.models._base import Artifact, WeftModel
+from weft_core.models._base import Artifact, WeftModel, artifact_time
 
 BUNDLE_FILES = (
     "manifest.json",
@@ -57,7 +57,7 @@ class EnvBundleManifest(Artifact):
         default="programmatic", description="'programmatic' or the LLM model name."
     )
     rounds_used: int = 0
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    created_at: datetime = Field(default_factory=artifact_time)
 
     @property
     def certified(self) -> bool:

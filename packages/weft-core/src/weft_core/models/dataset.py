@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from weft_core._hashing import content_hash
 from weft_core.exceptions import ArtifactError
 from weft_core.models._base import WeftModel
 from weft_core.models.trace import ChatMessage
+from weft_core.refs import check_ref
 
 
 class _HashedRow(WeftModel):
@@ -61,7 +62,14 @@ class RLTaskRow(_HashedRow):
     task_id: str
     prompt: list[ChatMessage]
     tools: list[dict[str, Any]] = Field(default_factory=list)
-    task_uri: str = Field(description="Where the TaskGraph JSON is stored.")
+    task_uri: str = Field(
+        description="The TaskGraph JSON: corpus-relative path, content address or object-store URL."
+    )
     view: str = "agentic"
     metadata: dict[str, Any] = Field(default_factory=dict)
     content_hash: str | None = None
+
+    @field_validator("task_uri")
+    @classmethod
+    def _relocatable(cls, value: str) -> str:
+        return check_ref(value, field="RLTaskRow.task_uri")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from weft_core.models._base import Artifact, WeftModel
 
@@ -59,7 +59,17 @@ class MCPSpec(Artifact):
     requirements: list[str] = Field(
         default_factory=list, description="Optional business requirements the backend must honour."
     )
-    source: str | None = Field(default=None, description="Where the spec was loaded from.")
+    source: str | None = Field(
+        default=None,
+        description="Where the spec came from: a file name or URL, never a local path; not hashed.",
+    )
+
+    PROVENANCE_FIELDS: ClassVar[frozenset[str]] = frozenset({"source"})
+
+    @field_validator("source")
+    @classmethod
+    def _label(cls, value: str | None) -> str | None:
+        return source_label(value) if value is not None else None
 
     @model_validator(mode="after")
     def _unique_tools(self) -> Self:
@@ -87,3 +97,13 @@ def slugify(name: str) -> str:
     if not slug:
         return "mcp"
     return slug if not slug[0].isdigit() else f"m_{slug}"
+
+
+def source_label(source: str) -> str:
+    """What a spec records as its source: a URL as is, a local path as its file name only, so
+    the same file given by a relative or an absolute path (or moved) is recorded identically."""
+    from weft_core.refs import is_absolute_path, is_url
+
+    if is_url(source) and not is_absolute_path(source):
+        return source
+    return source.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or source

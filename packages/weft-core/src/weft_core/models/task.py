@@ -5,10 +5,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal, Self
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from weft_core.models._base import Artifact, WeftModel
 from weft_core.models.check import Check, EvaluationResult
+from weft_core.refs import check_ref
 
 
 class TaskInput(WeftModel):
@@ -106,12 +107,18 @@ class EntityBinding(WeftModel):
 
 
 class SnapshotRef(WeftModel):
-    """An immutable initial DB (and workspace) for one MCP, by object-store location."""
+    """An immutable initial DB (and workspace) for one MCP: a content address (`sha256:<hex>`),
+    or an object-store URL; never a local path (see `weft_core.refs`)."""
 
     mcp: str
     uri: str
     sha256: str
     workspace_uri: str | None = None
+
+    @field_validator("uri", "workspace_uri")
+    @classmethod
+    def _relocatable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return check_ref(value, field=f"SnapshotRef.{info.field_name}") if value else value
 
 
 class Disclosure(StrEnum):

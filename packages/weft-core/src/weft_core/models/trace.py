@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -74,8 +74,19 @@ class TurnSegment(WeftModel):
 
 
 class Trace(Artifact):
+    """One rollout. Its content hash leaves out the ledger's clock fields (`started_at`,
+    `duration_ms`): the same episode replayed later is the same trace."""
+
+    CLOCK_FIELDS: ClassVar[dict[str, Any]] = {
+        "ledger": {"__all__": {"started_at": True, "duration_ms": True}}
+    }
+    OMIT_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset({"task_hash"})
+
     id: str
     task_id: str
+    task_hash: str | None = Field(
+        default=None, description="content_hash of the TaskGraph rolled out (its content address)."
+    )
     view: str
     harness: str
     model: str = "programmatic"

@@ -126,7 +126,14 @@ def ws_rel(path: Path) -> str:
 
 
 def row_dict(row: Any) -> dict[str, Any]:
-    return json.loads(row.model_dump_json()) if row is not None else {}
+    """A row as JSON in the model's column order. A loaded table row keeps its attributes in an
+    order that follows SQLAlchemy's hashed state (it changes with PYTHONHASHSEED), and tool
+    results, ledgers and traces must be the same bytes for the same state."""
+    if row is None:
+        return {}
+    data: dict[str, Any] = json.loads(row.model_dump_json())
+    ordered = {name: data[name] for name in type(row).model_fields if name in data}
+    return ordered | {k: v for k, v in sorted(data.items()) if k not in ordered}
 
 
 def get_row(session: Session, model: type[SQLModel], key: Any, entity: str) -> Any:

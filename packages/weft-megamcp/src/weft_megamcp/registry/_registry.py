@@ -114,7 +114,7 @@ class Registry:
         info.metadata["screen"] = _screen(Path(path))
         tree = info.tree()
         source_hash = sha256_text(
-            canonical_json({"kind": info.kind, "entry": info.entry, "tree": tree})
+            canonical_json({"kind": info.kind, "entry": info.entry, "tree": info.identity(tree)})
         )
         existing = self._by_hash(info.mcp_id, source_hash)
         if existing is not None:

@@ -33,6 +33,15 @@ class SourceInfo:
     def tree(self) -> dict[str, str]:
         return {rel: file_sha256(p) for rel, p in sorted(self.files.items())}
 
+    def identity(self, tree: dict[str, str]) -> dict[str, str]:
+        """The tree as versions are keyed: a bundle's manifest counts by its content hash, not
+        its bytes, so re-synthesizing the same environment (a new `created_at`) or loading its
+        spec from another path is the same version."""
+        content = self.metadata.get("manifest_hash")
+        if self.kind is MCPKind.BUNDLE and isinstance(content, str) and "manifest.json" in tree:
+            return tree | {"manifest.json": content}
+        return tree
+
 
 def _walk(root: Path) -> dict[str, Path]:
     out: dict[str, Path] = {}
@@ -49,6 +58,18 @@ def _walk(root: Path) -> dict[str, Path]:
                     f"{root}: more than {MAX_SOURCE_FILES} files; is this the right folder?"
                 )
     return out
+
+
+def _manifest_hash(manifest: Path) -> str | None:
+    """The manifest's verified content hash, or None when it does not verify (then its bytes
+    key the version)."""
+    from weft_core.exceptions import ArtifactError
+    from weft_core.models import EnvBundleManifest
+
+    try:
+        return EnvBundleManifest.load(manifest).content_hash
+    except ArtifactError:
+        return None
 
 
 def inspect_source(path: Path, name: str | None = None) -> SourceInfo:
@@ -96,6 +117,7 @@ def inspect_source(path: Path, name: str | None = None) -> SourceInfo:
             domain=str(meta.get("domain", "general")),
             seed=seed if seed.exists() else None,
             metadata={
+                "manifest_hash": _manifest_hash(manifest),
                 "bundle_version": meta.get("version"),
                 "spec_hash": meta.get("spec_hash"),
                 "schema_revision": meta.get("schema_revision"),

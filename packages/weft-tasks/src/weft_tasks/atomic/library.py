@@ -15,13 +15,14 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from weft_core.exceptions import ArtifactError
-from weft_core.models import Artifact, AtomicTask, WeftModel
+from weft_core.models import Artifact, AtomicTask, WeftModel, artifact_time
+from weft_core.refs import check_ref, corpus_ref, find_corpus_root, resolve_ref
 from weft_tasks.atomic.bundle import BundleView, load_bundle
 from weft_tasks.atomic.orthogonality import Redundancy
 from weft_tasks.atomic.synthesis import Failure, RoundReport, SynthesisState
@@ -34,9 +35,14 @@ class LibraryManifest(Artifact):
     mcp: str
     domain: str = "general"
     description: str = ""
-    bundle_path: str = Field(description="Absolute path of the EnvBundle the tasks run on.")
+    bundle_path: str = Field(
+        description=(
+            "The EnvBundle the tasks run on: a URI relative to the corpus root (see "
+            "`library_root`), never an absolute path."
+        )
+    )
     bundle_hash: str | None = Field(
-        default=None, description="content_hash of the bundle manifest."
+        default=None, description="content_hash of the bundle manifest (checked on load)."
     )
     tools: list[str] = Field(default_factory=list, description="Every tool of the MCP.")
     certified_tools: list[str] = Field(default_factory=list)
@@ -47,7 +53,18 @@ class LibraryManifest(Artifact):
     stop_reason: str | None = None
     strategy: str = "programmatic"
     tasks: list[str] = Field(default_factory=list, description="Ids of the retained tasks.")
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    created_at: datetime = Field(default_factory=artifact_time)
+
+    @field_validator("bundle_path")
+    @classmethod
+    def _relocatable(cls, value: str) -> str:
+        return check_ref(value, field="LibraryManifest.bundle_path")
+
+
+def library_root(lib_root: Path) -> Path:
+    """What a library's bundle reference is relative to: the corpus root holding the library
+    folder (nearest `weft-corpus.json`), else the folder of MCP libraries itself."""
+    return find_corpus_root(lib_root) or lib_root.resolve()
 
 
 class CandidateRecord(WeftModel):
@@ -170,7 +187,7 @@ def save_library(
             mcp=bundle.mcp,
             domain=bundle.domain,
             description=bundle.spec.description,
-            bundle_path=str(bundle.path),
+            bundle_path=corpus_ref(bundle.path, library_root(root)),
             bundle_hash=bundle.manifest.content_hash if bundle.manifest else None,
             tools=bundle.tools,
             certified_tools=bundle.certified_tools,
@@ -207,9 +224,15 @@ def load_mcp_library(folder: str | os.PathLike[str]) -> MCPLibrary:
     except ArtifactError as exc:
         raise LibraryError(str(exc)) from None
     try:
-        bundle = load_bundle(manifest.bundle_path)
+        bundle = load_bundle(resolve_ref(manifest.bundle_path, library_root(folder.parent)))
     except BundleError as exc:
         raise LibraryError(f"{folder}: its bundle is unusable: {exc}") from None
+    found = bundle.manifest.content_hash if bundle.manifest else None
+    if manifest.bundle_hash and found != manifest.bundle_hash:
+        raise LibraryError(
+            f"{folder}: bundle {manifest.bundle_path} is not the one the library was certified "
+            f"on (manifest hash {found}, expected {manifest.bundle_hash})"
+        )
     return MCPLibrary(manifest=manifest, tasks=tasks, bundle=bundle)
 
 

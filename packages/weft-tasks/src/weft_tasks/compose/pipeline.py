@@ -4,7 +4,8 @@ Every rejection is counted with its reason and the sample is redrawn within its 
 rejected task is ever written. Accepted task graphs are written to `OUT/tasks/<id>.json` with
 their initial snapshots stored in MegaMCP (and a copy under `OUT/snapshots/<sha256>.sqlite`).
 Sampling, composition and grounding run in order (usage must be updated before the next
-draw); the MegaMCP replays of accepted samples run concurrently.
+draw); the MegaMCP replays of a wave of samples run concurrently, and their results are taken
+in draw order, so a seed gives the same corpus at any concurrency.
 """
 
 from __future__ import annotations
@@ -235,37 +236,40 @@ class Composer:
         produced: Counter[str] = Counter()
         for profile in self.profiles.profiles:
             quota = quotas[profile.name]
-            inflight: set[asyncio.Task[TaskGraph | None]] = set()
             attempts = 0
             limit = max(1, quota) * self.settings.max_attempts_factor
             while produced[profile.name] < quota:
+                # A wave: samples drawn in order, their replays run concurrently, results taken
+                # in draw order. The wave's size is fixed, never the concurrency or completion
+                # order, so the same seed composes the same corpus however many replays run.
+                wave: list[_Job] = []
                 while (
-                    produced[profile.name] + len(inflight) < quota
+                    produced[profile.name] + len(wave) < quota
+                    and len(wave) < self.settings.compose_wave
                     and attempts < limit
-                    and len(inflight) < self.settings.concurrency * 2
                 ):
                     attempts += 1
                     job = self.sample(profile)
                     if job is not None:
-                        inflight.add(asyncio.create_task(self.finish(job)))
-                if not inflight:
-                    if produced[profile.name] < quota:
-                        self.rejections[f"quota unmet ({profile.name})"] += (
-                            quota - produced[profile.name]
-                        )
+                        self.sampler.record([nd.task for nd in job.graph.nodes])
+                        wave.append(job)
+                if not wave:
+                    self.rejections[f"quota unmet ({profile.name})"] += (
+                        quota - produced[profile.name]
+                    )
                     break
-                done, inflight = await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
-                for t in done:
-                    g = t.result()
-                    if g is not None:
-                        g = self._save(g)
-                        self.accepted.append(g)
-                        self.sampler.record([nd.task for nd in g.nodes])
-                        produced[profile.name] += 1
-                        if self.on_task:
-                            self.on_task(g)
-                        if on_progress:
-                            on_progress()
+                results = await asyncio.gather(*(self.finish(job) for job in wave))
+                for job, g in zip(wave, results, strict=True):
+                    if g is None:
+                        self.sampler.unrecord([nd.task for nd in job.graph.nodes])
+                        continue
+                    g = self._save(g)
+                    self.accepted.append(g)
+                    produced[profile.name] += 1
+                    if self.on_task:
+                        self.on_task(g)
+                    if on_progress:
+                        on_progress()
         report = CorpusReport(
             requested=n,
             quotas=quotas,

@@ -243,3 +243,8 @@ class CoverageSampler:
     def record(self, used: Sequence[AtomicTask]) -> None:
         for t in used:
             self.usage_task[t.id] += 1
+
+    def unrecord(self, used: Sequence[AtomicTask]) -> None:
+        """Take back the usage of a composed graph that was then rejected."""
+        for t in used:
+            self.usage_task[t.id] -= 1

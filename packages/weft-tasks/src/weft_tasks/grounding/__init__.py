@@ -5,6 +5,7 @@ from weft_tasks.grounding.reachability import (
     ReplayReport,
     register_snapshots,
     replay,
+    restore_snapshots,
     write_snapshots,
 )
 
@@ -15,5 +16,6 @@ __all__ = [
     "ground",
     "register_snapshots",
     "replay",
+    "restore_snapshots",
     "write_snapshots",
 ]

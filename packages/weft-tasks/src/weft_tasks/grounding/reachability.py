@@ -10,14 +10,17 @@ frozen final state, so the final verification of any rollout asks what the refer
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from weft_core.models import Check, CheckOutcome, SnapshotRef, TaskGraph
+from weft_core.refs import content_address
 from weft_tasks.atomic.megamcp import BatchedGroup, Registrar, file_sha256
 from weft_tasks.atomic.validation import checks_payload
+from weft_tasks.exceptions import TasksUserError
 from weft_tasks.grounding.schema import SchemaIssue, build_db
 
 FINAL = "final"
@@ -163,10 +166,35 @@ def write_snapshots(
 async def register_snapshots(
     client: Any, registrar: Registrar, files: dict[str, Path], bundle_paths: dict[str, Path]
 ) -> dict[str, SnapshotRef]:
-    """Store each initial DB in MegaMCP's object store; the refs go into `TaskGraph.initial_snapshots`."""
+    """Store each initial DB in MegaMCP's object store; the refs go into `TaskGraph.initial_snapshots`.
+
+    A ref names the DB by content address (`sha256:<hex>`), whatever the host calls the blob, so
+    the task graph is the same wherever the corpus and the host's store lie."""
     refs: dict[str, SnapshotRef] = {}
     for mcp, path in files.items():
         mcp_id = await registrar.mcp_id(bundle_paths[mcp])
-        uri = await client.put_snapshot(mcp_id, path)
-        refs[mcp] = SnapshotRef(mcp=mcp_id, uri=uri, sha256=path.stem)
+        await client.put_snapshot(mcp_id, path)
+        refs[mcp] = SnapshotRef(mcp=mcp_id, uri=content_address(path.stem), sha256=path.stem)
     return refs
+
+
+async def restore_snapshots(
+    client: Any, graphs: Iterable[TaskGraph], folders: Iterable[Path]
+) -> list[str]:
+    """Put every initial DB the graphs name into the host's store from a corpus' copies
+    (`<folder>/<sha256>.sqlite`), so a moved corpus runs on any host, even one with an empty
+    store; idempotent (content-addressed). Returns the refs no folder holds a copy of (they
+    must already be in the host's store)."""
+    dirs = list(folders)
+    missing: list[str] = []
+    for graph in graphs:
+        for ref in graph.initial_snapshots.values():
+            name = f"{ref.sha256}.sqlite"
+            copy = next((d / name for d in dirs if (d / name).is_file()), None)
+            if copy is None:
+                missing.append(ref.uri)
+                continue
+            if file_sha256(copy) != ref.sha256:
+                raise TasksUserError(f"{copy}: content does not match its name (corrupt copy)")
+            await client.put_snapshot(ref.mcp, copy)
+    return sorted(set(missing))

@@ -78,7 +78,17 @@ def match_ledger(
                 f"ledger entry {mcp}#{entry.seq} ({entry.tool}) has no tool call in the transcript"
             )
             out[(mcp, entry.seq)] = entry
-    ordered = sorted(out.values(), key=lambda e: (e.started_at, e.mcp, e.seq))
+    # Transcript order, not clock order: parallel calls of one message may start in any order,
+    # and a trace must be the same bytes for the same episode. Unmatched entries go last.
+    position = {
+        call.id: i
+        for i, call in enumerate(
+            c for m in messages if m.role == "assistant" for c in m.tool_calls or []
+        )
+    }
+    ordered = sorted(
+        out.values(), key=lambda e: (position.get(e.call_id or "", len(position)), e.mcp, e.seq)
+    )
     return ordered, matched, problems
 
 

@@ -96,6 +96,15 @@ def _ledger_dict(raw: Any) -> dict[str, list[Any]]:
     return grouped
 
 
+def _rollout_scoped(entry: Any, rollout_id: str) -> Any:
+    """A ledger entry as a trace keeps it: the host's group and session ids are handles of one
+    run (random, like tokens), so the trace names the rollout and the MCP instead and the same
+    episode gives the same trace."""
+    return entry.model_copy(
+        update={"group_id": rollout_id, "session_id": f"{rollout_id}/{entry.mcp}"}
+    )
+
+
 @dataclass
 class _Turn:
     node_ids: list[str]
@@ -168,6 +177,7 @@ async def _attempt(
             problems.append(f"harness stopped: {run.stopped}")
         raw_ledger = _ledger_dict(await service.ledger(handle))
         entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
+        entries = [_rollout_scoped(e, plan.rollout_id) for e in entries]
         if infrastructure_entries(entries):
             raise _InfrastructureInLedger(
                 ", ".join(
@@ -211,6 +221,7 @@ async def _attempt(
     trace = Trace(
         id=plan.rollout_id,
         task_id=graph.id,
+        task_hash=graph.content_hash or graph.compute_hash(),
         view=f"{plan.mode.value}/{plan.disclosure.value}",
         harness=plan.harness,
         model=run.model,
@@ -351,6 +362,7 @@ def _failed(plan: RolloutPlan, harness: Harness, reason: str, retries: int) -> T
     return Trace(
         id=plan.rollout_id,
         task_id=plan.task.id,
+        task_hash=plan.task.content_hash or plan.task.compute_hash(),
         view=f"{plan.mode.value}/{plan.disclosure.value}",
         harness=plan.harness,
         model=harness.model_name,
@@ -420,4 +432,11 @@ async def run_rollouts(
                 advance()
 
         await asyncio.gather(*(one(p) for p in todo))
-    return RolloutReport(traces=results, skipped=len(plans) - len(todo), sink_problems=problems)
+    # Plan order, whatever order the rollouts finished in (concurrency, timing).
+    by_id = {t.id: t for t in results}
+    ordered = [by_id[p.rollout_id] for p in plans if p.rollout_id in by_id]
+    if sink and todo:
+        planned = {p.rollout_id for p in plans}
+        # lines of other plans in the same file are kept, after this batch
+        sink.rewrite(ordered + [t for t in sink.load()[0] if t.id not in planned])
+    return RolloutReport(traces=ordered, skipped=len(plans) - len(todo), sink_problems=problems)

@@ -1,15 +1,14 @@
 """Rollout results as JSONL: one Trace per line, appended and fsynced as each rollout finishes,
-so a crash loses at most the rollout in flight; a torn last line is skipped on reading."""
+so a crash loses at most the rollout in flight; a torn last line is skipped on reading. A
+finished batch is rewritten in plan order."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from weft_core.exceptions import ArtifactError
-from weft_core.models import Trace
+from weft_core.models import Trace, atomic_write_text
 
 
 class TraceSink:
@@ -28,19 +27,23 @@ class TraceSink:
                 if not line.strip():
                     continue
                 try:
-                    trace = Trace.model_validate_json(line)
-                    trace.verify_hash()
-                except ArtifactError:
-                    problems.append(f"{self.path}:{lineno}: trace content does not match its hash")
-                    continue
-                except ValidationError as exc:
+                    trace = Trace.from_json(line, source=f"{self.path}:{lineno}")
+                except ArtifactError as exc:
                     problems.append(
-                        f"{self.path}:{lineno}: not a trace ({exc.error_count()} error(s))"
+                        f"{self.path}:{lineno}: trace content does not match its hash"
+                        if "content_hash" in str(exc)
+                        else f"{self.path}:{lineno}: not a trace ({exc})"
                     )
                     continue
                 traces.pop(trace.id, None)  # the later line wins, and moves to the end
                 traces[trace.id] = trace
         return list(traces.values()), problems
+
+    def rewrite(self, traces: list[Trace]) -> None:
+        """Replace the file by `traces` in the given order (atomically: temp file + rename), once
+        a batch is complete, so the file does not record the order rollouts finished in."""
+        text = "".join(t.sealed().model_dump_json() + "\n" for t in traces)
+        atomic_write_text(self.path, text)
 
     def append(self, trace: Trace) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
