@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = asyncio.run(run_pipeline(config, model=args.model, replay=args.replay))
         print_summary(summary)
         if args.command == "demo":
-            write_report(Path(summary.out_dir))
+            write_report(config.out_dir)
     except UserError as exc:
         fail(f"weft: {exc}")
         return 2

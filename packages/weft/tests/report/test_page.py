@@ -53,7 +53,7 @@ def test_weft_demo_ends_by_writing_the_report(run_dir, monkeypatch, capsys):
     # Wiring only: the pipeline itself is exercised by test_browser's slow demo run.
     from weft.summary import PipelineSummary
 
-    async def finished_run(config, model=None):
+    async def finished_run(config, model=None, replay=None):
         return PipelineSummary.model_validate_json((run_dir / "summary.json").read_text())
 
     monkeypatch.setattr("weft.pipeline.run_pipeline", finished_run)
