@@ -36,6 +36,9 @@ async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, 
         workers = await _workers(host)
         assert len(workers) == 2 and all(w["alive"] for w in workers)
         assert {w["pid"] for w in workers}.isdisjoint({os.getpid(), host.pid})
+        # MCP traffic goes straight to the session's worker, not through the master.
+        worker_urls = {f"{w['url']}/mcp" for w in workers}
+        assert {g.session(rec.mcp_id).url for g in groups} <= worker_urls
         for i, g in enumerate(groups):
             r = await client.call_tool(
                 g, rec.mcp_id, "add_contact", {"name": f"w{i}", "email": f"{i}@x.y"}
@@ -68,6 +71,7 @@ async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, 
         after = await _workers(host)
         assert len(after) == 2 and all(w["alive"] for w in after)
         assert victim["pid"] not in {w["pid"] for w in after}
+        assert {f"{w['url']}/mcp" for w in after} == worker_urls  # the replacement kept the port
         stats = await client.stats()
         mcp = next(v for v in stats["mcps"] if v["mcp"] == rec.mcp_id)
         # The dead worker's calls come back from the adopted ledgers; its sessions count as crashed.

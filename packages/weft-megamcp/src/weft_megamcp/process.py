@@ -214,8 +214,11 @@ class Master:
         self.sockets: dict[int, socket.socket] = {}  # per worker index, kept across replacements
         self.group_worker: dict[str, int] = {}
         self.token_group: dict[str, str] = {}
+        # No pool cap and no pool timeout: a burst of 1,000 group creations must queue at the
+        # workers, not fail in the master's connection pool (httpx's default is 100 connections).
         self.http = httpx.AsyncClient(
-            timeout=httpx.Timeout(settings.call_timeout_s + 30, connect=10)
+            timeout=httpx.Timeout(settings.call_timeout_s + 30, connect=10, pool=None),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
         self._lock = asyncio.Lock()
         self._replacing: dict[int, asyncio.Event] = {}
@@ -666,7 +669,12 @@ class Master:
                         send, status, {"error": type(exc).__name__, "detail": str(exc)}
                     )
                     return
-                resp = await self._forward(worker, scope, body)
+                try:
+                    resp = await self._forward(worker, scope, body)
+                except httpx.HTTPError as exc:
+                    detail = f"worker {worker.index} failed: {type(exc).__name__}"
+                    await self._json(send, 502, {"error": "MegaMCPRuntimeError", "detail": detail})
+                    return
                 if resp.status_code == 200 and path == "/admin/groups":
                     self._remember(worker, [resp.json()])
                 elif resp.status_code == 200:  # a run: its group lives on unless it was closed
