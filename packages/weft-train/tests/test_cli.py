@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from transformers import AutoModelForCausalLM
 
 from weft_train.cli import main
+
+
+@pytest.fixture(autouse=True)
+def fresh_console() -> Iterator[None]:
+    """The console singleton binds the stream it first saw; each test gets its own."""
+    from weft_core.console import set_console
+
+    set_console(None)
+    yield
+    set_console(None)
 
 
 def test_init_policy_writes_a_loadable_checkpoint(tmp_path, capsys):
