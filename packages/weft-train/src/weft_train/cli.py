@@ -28,6 +28,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--name", default=None, help="model name to answer to (default: folder name)")
+    s.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch intra-op threads (0 = torch's default; 1 is fastest on a busy small machine)",
+    )
     return ap
 
 
@@ -53,6 +59,10 @@ def _init_policy(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from weft_train.serve import serve
 
+    if args.threads > 0:
+        import torch
+
+        torch.set_num_threads(args.threads)
     serve(args.model_dir, host=args.host, port=args.port, name=args.name)
     return 0
 
