@@ -15,7 +15,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
@@ -268,10 +268,8 @@ class GroupManager:
         arguments = arguments or {}
         if not isinstance(arguments, dict):
             raise ToolError("arguments must be a JSON object")
-        await self._ensure_loaded(group)
-        group.touch()
         runtime = self.runtime(session)
-        async with session.lock:
+        async with self._serving(group, session):
             if group.status != GroupStatus.ACTIVE:
                 raise ToolError(
                     f"this session's group is {group.status}; no tool calls are accepted"
@@ -604,13 +602,50 @@ class GroupManager:
 
     # ---- idle management ----------------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def idle_transition(
+        self, group: HostedGroup, *from_states: RuntimeState
+    ) -> AsyncIterator[bool]:
+        """Hold the group for a change of `runtime` (offload, evict): yields False (and holds
+        nothing more) unless the group is in one of `from_states`; else holds it so no reload,
+        other transition or tool call interleaves, releases every session's runtime, yields True.
+
+        A transition awaits I/O midway (checkpoint upload, metadata pack); without this lock a
+        call arriving then saw the new state early and reloaded files the transition was about to
+        delete, or ran a tool on a DB being removed.
+        """
+        async with group.reload_lock:
+            if group.runtime not in from_states:
+                yield False
+                return
+            async with await self._quiesce(group):
+                yield True
+
+    @contextlib.asynccontextmanager
+    async def _serving(self, group: HostedGroup, session: HostedSession) -> AsyncIterator[None]:
+        """Hold `session.lock` on a loaded group: a transition that won the lock first is undone."""
+        while True:
+            await self._ensure_loaded(group)
+            group.touch()
+            await session.lock.acquire()
+            if group.runtime == RuntimeState.LOADED:
+                break
+            session.lock.release()
+        try:
+            yield
+        finally:
+            session.lock.release()
+
     async def offload(self, group_id: str) -> None:
         """Drop a group's runtime (engines, session processes); sessions, tokens and files stay."""
         group = self.get(group_id)
         if group.runtime != RuntimeState.LOADED:
             return
-        async with await self._quiesce(group):
-            group.runtime = RuntimeState.OFFLOADED
+        async with self.idle_transition(group, RuntimeState.LOADED) as holding:
+            if holding:
+                group.runtime = RuntimeState.OFFLOADED
+        if not holding:
+            return
         in_use = {
             (s.mcp_id, s.version)
             for g in self.groups.values()
@@ -627,6 +662,8 @@ class GroupManager:
             await self._reload(group)
 
     async def _reload(self, group: HostedGroup) -> None:
+        if group.runtime == RuntimeState.LOADED:  # a caller queued on the lock before us did it
+            return
         if group.runtime == RuntimeState.EVICTED:
             if self.reload_hook is None:
                 raise GroupStateError(
