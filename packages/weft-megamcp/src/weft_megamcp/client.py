@@ -29,6 +29,7 @@ from weft_megamcp.exceptions import (
     GroupStateError,
     MegaMCPRuntimeError,
     MegaMCPUserError,
+    MissingExtraError,
     NotFoundError,
 )
 from weft_megamcp.models import (
@@ -297,8 +298,19 @@ class MegaMCPClient:
     async def langchain_tools(self, group: GroupHandle) -> list[Any]:
         """LangChain tools over every session of the group (langchain.mcp.MCPAdapter)."""
         from fastmcp.client.group import ClientGroup
-        from langchain.mcp import MCPAdapter
 
+        MCPAdapter = langchain_mcp_adapter()
         clients = {m: self.session_client(s) for m, s in group.sessions.items()}
         target: Any = next(iter(clients.values())) if len(clients) == 1 else ClientGroup(clients)
         return list(await MCPAdapter(target).list_tools())
+
+
+def langchain_mcp_adapter() -> Any:
+    """`langchain.mcp.MCPAdapter`, which only the `[langchain]` extra installs."""
+    try:
+        from langchain.mcp import MCPAdapter
+    except ImportError as exc:
+        raise MissingExtraError(
+            "LangChain tools need the langchain extra: pip install 'weft-megamcp[langchain]'"
+        ) from exc
+    return MCPAdapter
