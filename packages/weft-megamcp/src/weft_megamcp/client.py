@@ -23,7 +23,7 @@ import mcp_types as mt
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from weft_core.models import CheckSet, LedgerEntry
+from weft_core.models import LedgerEntry, Verifier
 from weft_megamcp.exceptions import (
     AuthError,
     GroupStateError,
@@ -53,26 +53,6 @@ def _ssl_context() -> ssl.SSLContext:
 
 def _gid(group: GroupRef) -> str:
     return group.group_id if isinstance(group, GroupHandle) else group
-
-
-def _verifier_json(verifier: Any) -> Any:
-    if verifier is None or isinstance(verifier, str):
-        return verifier
-    if isinstance(verifier, CheckSet):
-        return {"final": verifier.model_dump(mode="json")}
-    if isinstance(verifier, dict):
-        out: dict[str, Any] = {}
-        for k, v in verifier.items():
-            if isinstance(v, CheckSet):
-                out[k] = v.model_dump(mode="json")
-            elif isinstance(v, list):
-                out[k] = [c.model_dump(mode="json") if hasattr(c, "model_dump") else c for c in v]
-            else:
-                out[k] = v
-        return out
-    raise MegaMCPUserError(
-        f"verifier must be a CheckSet, a dict of checkpoints or a verifier id, not {type(verifier).__name__}"
-    )
 
 
 class MegaMCPClient:
@@ -156,11 +136,9 @@ class MegaMCPClient:
         )
         return str(data["uri"])
 
-    async def put_verifier(self, kind: str, content: str | CheckSet | dict[str, Any]) -> str:
-        """Store a verifier ('checks': {checkpoint: CheckSet}; 'python': source); returns its id."""
-        import json
-
-        text = content if isinstance(content, str) else json.dumps(_verifier_json(content))
+    async def put_verifier(self, kind: str, content: str | Verifier) -> str:
+        """Store a verifier ('checks': a Verifier; 'python': source); returns its id."""
+        text = content if isinstance(content, str) else content.model_dump_json()
         return str(
             (await self._req("POST", "/admin/verifiers", {"kind": kind, "content": text}))[
                 "verifier_id"
@@ -172,14 +150,17 @@ class MegaMCPClient:
     async def create_group(
         self,
         mcps: dict[str, str | None] | list[str],
-        verifier: Any = None,
+        verifier: Verifier | str | None = None,
         task_id: str | None = None,
         bindings: dict[str, Any] | None = None,
     ) -> GroupHandle:
-        """One private session per MCP ('id' or 'id@version'), each from its snapshot URI or seed."""
+        """One private session per MCP ('id' or 'id@version'), each from its snapshot URI or seed;
+        `verifier` is a Verifier or a registered verifier's id, `bindings` add to its bindings."""
         body = {
             "mcps": {m: None for m in mcps} if isinstance(mcps, list) else mcps,
-            "verifier": _verifier_json(verifier),
+            "verifier": verifier.model_dump(mode="json")
+            if isinstance(verifier, Verifier)
+            else verifier,
             "task_id": task_id,
             "bindings": bindings or {},
         }

@@ -28,7 +28,7 @@ from fastmcp.exceptions import ValidationError as FastMCPValidationError
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import ValidationError as PydanticValidationError
 
-from weft_core.models import ErrorKind, LedgerEntry
+from weft_core.models import FINAL_CHECKPOINT, ErrorKind, LedgerEntry
 from weft_megamcp._session import (
     DB_NAME,
     GROUP_FILE,
@@ -52,7 +52,7 @@ from weft_megamcp.registry import MCPKind, Registry
 from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer
 from weft_megamcp.stdio_runtime import CommandRuntime
-from weft_megamcp.verifier import FINAL, run_verifier
+from weft_megamcp.verifier import run_verifier
 
 log = logging.getLogger("weft_megamcp.groups")
 
@@ -689,7 +689,7 @@ class GroupManager:
         await self._ensure_loaded(group)
         finals = {m: s.final_db for m, s in group.sessions.items() if s.final_db.exists()}
         return await run_verifier(
-            group, self.registry, FINAL, finals, frozen=True, timeout_s=timeout_s
+            group, self.registry, FINAL_CHECKPOINT, finals, frozen=True, timeout_s=timeout_s
         )
 
     async def checkpoint_verify(

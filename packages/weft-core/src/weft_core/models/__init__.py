@@ -48,9 +48,11 @@ from weft_core.models.task import (
     ViewMode,
 )
 from weft_core.models.trace import ChatMessage, ToolCall, ToolCallFunction, Trace, TurnSegment
+from weft_core.models.verifier import FINAL_CHECKPOINT, Verifier
 
 __all__ = [
     "BUNDLE_FILES",
+    "FINAL_CHECKPOINT",
     "AllowedChange",
     "ArgMapping",
     "Artifact",
@@ -100,6 +102,7 @@ __all__ = [
     "Trace",
     "TurnSegment",
     "ValidationEvidence",
+    "Verifier",
     "ViewMode",
     "WeftModel",
     "WorkspaceFile",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from weft_core.exceptions import WeftRuntimeError
-from weft_core.models import AtomicTask, Check, EvaluationResult, ValidationEvidence
+from weft_core.models import AtomicTask, EvaluationResult, ValidationEvidence, Verifier
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import input_values, render_checks, run_calls
 from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256, megamcp_client
@@ -26,17 +26,6 @@ async def close_quietly(client: Any, group: Any) -> None:
     """Close a finished group; a failing close never changes the task's verdict."""
     with contextlib.suppress(WeftRuntimeError):
         await client.close(group)
-
-
-def checks_payload(checks: Sequence[Check], mcp_id: str | None = None) -> list[dict[str, Any]]:
-    """Checks as the MegaMCP verifier takes them, pinned to `mcp_id` when given."""
-    out = []
-    for c in checks:
-        data = c.model_dump(mode="json")
-        if mcp_id is not None and data.get("mcp") in (None, ""):
-            data["mcp"] = mcp_id
-        out.append(data)
-    return out
 
 
 class MegaMCPValidator:
@@ -67,7 +56,7 @@ class MegaMCPValidator:
             return ValidationEvidence(passed=False, error=f"checks cannot be instantiated: {exc}")
         async with self._sem:
             group = await self.client.create_group(
-                mcps={mcp_id: None}, verifier={"final": checks_payload(checks)}, task_id=task.id
+                mcps={mcp_id: None}, verifier=Verifier.final(checks), task_id=task.id
             )
             try:
                 caller = GroupCaller(self.client, group, {bundle.mcp: mcp_id})

@@ -15,13 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from weft_core.models import Check, CheckOutcome, SnapshotRef, TaskGraph
+from weft_core.models import CheckOutcome, SnapshotRef, TaskGraph
 from weft_tasks.atomic.execution import run_calls
 from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256
-from weft_tasks.atomic.validation import checks_payload, close_quietly
+from weft_tasks.atomic.validation import close_quietly
 from weft_tasks.grounding.schema import SchemaIssue, build_db
-
-FINAL = "final"
 
 
 class NodeReplay(BaseModel):
@@ -50,18 +48,6 @@ class ReplayReport(BaseModel):
         return ""
 
 
-def bindings_payload(graph: TaskGraph) -> dict[str, Any]:
-    return {b.name: b.value for b in graph.bindings}
-
-
-def _pinned(checks: list[Check], mcp_ids: dict[str, str]) -> list[dict[str, Any]]:
-    out = checks_payload(checks)
-    for c in out:
-        if c.get("mcp") in mcp_ids:
-            c["mcp"] = mcp_ids[c["mcp"]]
-    return out
-
-
 async def replay(
     client: Any,
     registrar: Registrar,
@@ -72,15 +58,10 @@ async def replay(
     """Run the graph's reference solution from `snapshots` (MCP -> snapshot URI) and verify every
     checkpoint. Never raises for a task-level failure; that is the report."""
     mcp_ids = {m: await registrar.mcp_id(p) for m, p in bundle_paths.items()}
-    every = [c for n in graph.nodes for c in n.checks]
-    verifier = {n.id: _pinned(n.checks, mcp_ids) for n in graph.nodes} | {
-        FINAL: _pinned(every, mcp_ids)
-    }
     group = await client.create_group(
         mcps={mcp_ids[m]: snapshots.get(m) for m in graph.mcps},
-        verifier=verifier,
+        verifier=graph.verifier().pinned(mcp_ids),
         task_id=graph.id,
-        bindings=bindings_payload(graph),
     )
     report = ReplayReport(passed=False)
     caller = GroupCaller(client, group, mcp_ids)

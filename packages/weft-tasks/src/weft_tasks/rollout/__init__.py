@@ -6,12 +6,10 @@ from weft_tasks.rollout.infra import is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger, trace_ledger_problems
 from weft_tasks.rollout.plan import RolloutPlan, plan_rollouts, rollout_id
 from weft_tasks.rollout.runner import (
-    FINAL_CHECKPOINT,
     INFRA_PREFIX,
     RolloutReport,
     run_rollout,
     run_rollouts,
-    verifier_of,
 )
 from weft_tasks.rollout.service import GroupService
 from weft_tasks.rollout.settings import RolloutSettings
@@ -19,7 +17,6 @@ from weft_tasks.rollout.sink import TraceSink
 from weft_tasks.rollout.stats import CellStats, rollout_stats
 
 __all__ = [
-    "FINAL_CHECKPOINT",
     "INFRA_PREFIX",
     "CellStats",
     "GroupService",
@@ -35,5 +32,4 @@ __all__ = [
     "run_rollout",
     "run_rollouts",
     "trace_ledger_problems",
-    "verifier_of",
 ]

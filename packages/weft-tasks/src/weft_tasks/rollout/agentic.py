@@ -16,7 +16,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from weft_core.models import EvaluationResult, LedgerEntry, TaskGraph
+from weft_core.models import EvaluationResult, LedgerEntry, TaskGraph, Verifier
 
 
 @dataclass
@@ -33,14 +33,13 @@ async def replay_checkpoints(
     entries: list[LedgerEntry],
     *,
     snapshots: dict[str, str | None],
-    verifier: dict[str, Any],
-    bindings: dict[str, Any],
+    verifier: Verifier,
     evaluation: Any,
 ) -> AgenticCheckpoints:
     """`entries` in the order they were served; `evaluation(result) -> (EvaluationResult|None, err)`."""
     result = AgenticCheckpoints()
     shadow = await service.create_group(
-        mcps=snapshots, verifier=verifier, task_id=f"{graph.id}#agentic-replay", bindings=bindings
+        mcps=snapshots, verifier=verifier, task_id=f"{graph.id}#agentic-replay"
     )
     pending = list(order)
     try:

@@ -50,28 +50,11 @@ from weft_tasks.views import (
 
 log = logging.getLogger(__name__)
 
-FINAL_CHECKPOINT = "final"
 INFRA_PREFIX = "infrastructure: "
 
 
 class _InfrastructureInLedger(Exception):
     """The ledger shows a crash or timeout of MegaMCP, not of the policy."""
-
-
-def verifier_of(graph: TaskGraph) -> dict[str, Any]:
-    """Checks per checkpoint: one per node, and `final` (the graph's final checks, or every node's
-    checks when it has none)."""
-    verifier: dict[str, Any] = {
-        n.id: [c.model_dump(mode="json") for c in n.checks] for n in graph.nodes
-    }
-    final = graph.final_checks or [c for n in graph.nodes for c in n.checks]
-    verifier[FINAL_CHECKPOINT] = [c.model_dump(mode="json") for c in final]
-    return verifier
-
-
-def bindings_of(graph: TaskGraph) -> dict[str, Any]:
-    """Entity-binding values for `{"$binding": "customer.email"}` references in checks."""
-    return {b.name: dict(b.value) for b in graph.bindings}
 
 
 def _evaluation(result: Any) -> tuple[EvaluationResult | None, str | None]:
@@ -128,9 +111,8 @@ async def _attempt(
     }
     handle = await service.create_group(
         mcps=snapshots,
-        verifier=verifier_of(graph),
+        verifier=graph.verifier(),
         task_id=graph.id,
-        bindings=bindings_of(graph),
     )
     problems: list[str] = []
     turns: list[_Turn] = []
@@ -229,8 +211,7 @@ async def _agentic_turns(
         order,
         served,
         snapshots=snapshots,
-        verifier=verifier_of(graph),
-        bindings=bindings_of(graph),
+        verifier=graph.verifier(),
         evaluation=_evaluation,
     )
     problems += replay.problems

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from weft_core.models import Verifier
+
 
 class SessionLike(Protocol):
     url: str
@@ -33,7 +35,7 @@ class GroupService(Protocol):
     async def create_group(
         self,
         mcps: dict[str, str | None],
-        verifier: dict[str, Any] | None = None,
+        verifier: Verifier | None = None,
         task_id: str | None = None,
         bindings: dict[str, Any] | None = None,
     ) -> Any: ...
