@@ -40,8 +40,7 @@ from weft_megamcp.models import (
     VerificationResult,
 )
 from weft_megamcp.registry import MCPRecord
-
-GroupRef = GroupHandle | str
+from weft_megamcp.service import GroupRef, GroupService
 
 
 @functools.cache
@@ -295,3 +294,7 @@ def langchain_mcp_adapter() -> Any:
             "LangChain tools need the langchain extra: pip install 'weft-megamcp[langchain]'"
         ) from exc
     return MCPAdapter
+
+
+def _implements(client: MegaMCPClient) -> GroupService:
+    return client  # mypy checks here that MegaMCPClient satisfies the GroupService protocol

@@ -18,12 +18,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from weft.config import PipelineConfig
 from weft.errors import ConfigError, StageError
 from weft.stages import StageStore, file_hash
 from weft.summary import MCPRow, PipelineSummary, RolloutRow
 from weft_core.console import get_console
 from weft_core.models import TaskGraph
+from weft_megamcp.service import GroupService
 
 ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
 
@@ -121,9 +124,9 @@ async def stage_envs(
 async def stage_atomic(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     bundles: list[Path],
-    llm: Any,
+    llm: BaseChatModel | None,
     model: str | None,
 ) -> tuple[list[Path], dict[str, dict[str, Any]], str]:
     """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP). A bundle with
@@ -184,9 +187,9 @@ async def stage_atomic(
 async def stage_compose(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     libraries: list[Path],
-    llm: Any,
+    llm: BaseChatModel | None,
     model: str | None,
 ) -> tuple[list[TaskGraph], list[str], str]:
     """Composed, grounded task graphs (weft_tasks.compose + grounding), saved as JSON files."""
@@ -238,7 +241,11 @@ def profile_set(config: PipelineConfig) -> Any:
 
 
 async def _compose(
-    config: PipelineConfig, client: Any, libraries: list[Path], llm: Any, workdir: Path
+    config: PipelineConfig,
+    client: GroupService,
+    libraries: list[Path],
+    llm: BaseChatModel | None,
+    workdir: Path,
 ) -> tuple[list[TaskGraph], list[str]]:
     from weft_tasks.atomic.library import load_mcp_library
     from weft_tasks.compose.pipeline import compose_tasks
@@ -262,7 +269,7 @@ async def _compose(
 # ----------------------------------------------------------------------------- stage 4
 
 
-def build_harnesses(config: PipelineConfig, llm: Any) -> dict[str, Any]:
+def build_harnesses(config: PipelineConfig, llm: BaseChatModel | None) -> dict[str, Any]:
     from weft_tasks.harness import (
         ReActHarness,
         ReferenceChainTeacher,
@@ -292,9 +299,9 @@ def build_harnesses(config: PipelineConfig, llm: Any) -> dict[str, Any]:
 async def stage_rollouts(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     graphs: list[TaskGraph],
-    llm: Any,
+    llm: BaseChatModel | None,
     model: str | None,
 ) -> tuple[list[Any], Path, str]:
     from weft_tasks.rollout import RolloutSettings, plan_rollouts, run_rollouts
@@ -340,7 +347,7 @@ async def stage_rollouts(
 # ----------------------------------------------------------------------------- all
 
 
-async def probe_model(llm: Any, model: str) -> None:
+async def probe_model(llm: BaseChatModel, model: str) -> None:
     """One tiny call before any stage, so an unreachable or misnamed endpoint stops the run
     with its reason at once instead of failing every LLM step later."""
     try:

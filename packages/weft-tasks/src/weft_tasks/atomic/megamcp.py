@@ -14,6 +14,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from weft_megamcp.models import CallResult, GroupHandle
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.execution import ToolReturn
 from weft_tasks.exceptions import ExecutionError
 
@@ -51,7 +53,7 @@ async def megamcp_client(
             await _aclose(client)
 
 
-async def _aclose(client: Any) -> None:
+async def _aclose(client: object) -> None:
     close = getattr(client, "aclose", None)
     if close is not None:
         await close()
@@ -60,7 +62,7 @@ async def _aclose(client: Any) -> None:
 class Registrar:
     """Registers each bundle once per client and remembers its MCP id."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: GroupService) -> None:
         self.client = client
         self._ids: dict[Path, str] = {}
 
@@ -75,7 +77,7 @@ class Registrar:
 class GroupCaller:
     """`ToolCaller` over a session group: `mcp` names the library MCP, mapped to its MCP id."""
 
-    def __init__(self, client: Any, group: Any, mcp_ids: dict[str, str]) -> None:
+    def __init__(self, client: GroupService, group: GroupHandle, mcp_ids: dict[str, str]) -> None:
         self.client = client
         self.group = group
         self.mcp_ids = mcp_ids
@@ -87,10 +89,10 @@ class GroupCaller:
         return to_return(res)
 
 
-def to_return(res: Any) -> ToolReturn:
+def to_return(res: CallResult) -> ToolReturn:
     """A CallResult as the reference engine reads it: structured content, else JSON text, else text."""
-    text = getattr(res, "text", "") or ""
-    value = getattr(res, "structured", None)
+    text = res.text
+    value = res.structured
     if value is None and text:
         try:
             value = json.loads(text)

@@ -22,8 +22,9 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, ValidationError
 
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_core.models import AtomicTask, Check, ReferenceCall, TaskInput, ValidationEvidence
-from weft_tasks.atomic._llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import TemplateError, render_checks, template_names
 from weft_tasks.atomic.orthogonality import (
@@ -33,7 +34,6 @@ from weft_tasks.atomic.orthogonality import (
     uncovered_tools,
 )
 from weft_tasks.atomic.templates import Draft, draft_for_tool
-from weft_tasks.exceptions import LLMOutputError
 
 
 class TaskValidator(Protocol):
@@ -175,7 +175,7 @@ def llm_candidates(
 ) -> tuple[list[Draft], list[Failure]]:
     """Ask the model for candidates; drafts that break the task contract become failures in F."""
     prompt = _llm_prompt(bundle, state)
-    batch = ask_structured(llm, LLMTaskBatch, _SYSTEM, prompt, what="task batch")
+    batch = ask_structured(llm, LLMTaskBatch, prompt, system=_SYSTEM, what="task batch")
     drafts: list[Draft] = []
     bad: list[Failure] = []
     tried = set(state.tried)
@@ -283,7 +283,7 @@ def generate(
     else:
         try:
             drafts, failures = llm_candidates(llm, bundle, state)
-        except LLMOutputError as exc:
+        except ModelOutputError as exc:
             drafts, failures = (
                 [],
                 [

@@ -13,16 +13,17 @@ import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from weft_core.exceptions import WeftRuntimeError
 from weft_core.models import AtomicTask, EvaluationResult, ValidationEvidence, Verifier
+from weft_megamcp.models import GroupHandle
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import input_values, render_checks, run_calls
 from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256, megamcp_client
 
 
-async def close_quietly(client: Any, group: Any) -> None:
+async def close_quietly(client: GroupService, group: GroupHandle) -> None:
     """Close a finished group; a failing close never changes the task's verdict."""
     with contextlib.suppress(WeftRuntimeError):
         await client.close(group)
@@ -32,7 +33,7 @@ class MegaMCPValidator:
     """`TaskValidator` on a MegaMCP client; `concurrency` groups run at the same time."""
 
     def __init__(
-        self, client: Any, *, concurrency: int = 8, registrar: Registrar | None = None
+        self, client: GroupService, *, concurrency: int = 8, registrar: Registrar | None = None
     ) -> None:
         self.client = client
         self.registrar = registrar or Registrar(client)

@@ -16,10 +16,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from weft_tasks.atomic._llm import ask_structured
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.compose.links import link_fields, linked, shared_keys
-from weft_tasks.exceptions import LLMOutputError
 
 
 class MCPCard(BaseModel):
@@ -113,8 +113,8 @@ def judge(
             + f"\nShared link keys: {state.shared}\nAnswer with a Verdict listing the MCPs the objective uses."
         )
         try:
-            verdict = ask_structured(llm, Verdict, _SYSTEM, prompt, what="verdict")
-        except LLMOutputError as exc:
+            verdict = ask_structured(llm, Verdict, prompt, system=_SYSTEM, what="verdict")
+        except ModelOutputError as exc:
             return {"verdict": None, "rejection": f"judge output invalid: {exc}"}
     return {"verdict": verdict}
 

@@ -19,6 +19,8 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field, TypeAdapter
 
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_core.models import (
     AllowedChange,
     AtomicTask,
@@ -32,12 +34,11 @@ from weft_core.models import (
     TaskInput,
     TaskNode,
 )
-from weft_tasks.atomic._llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import render, render_checks, template_names
 from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
-from weft_tasks.compose.links import input_fields, link_fields, link_key, output_fields
-from weft_tasks.exceptions import LLMOutputError
+from weft_tasks.compose.links import input_fields, link_fields, output_fields
+from weft_tasks.grounding.identity import link_key
 
 _CHECKS: TypeAdapter[list[Check]] = TypeAdapter(list[Check])
 _OP_RANK = {
@@ -482,7 +483,7 @@ def llm_proposal(
             else ""
         )
     )
-    draft = ask_structured(llm, LLMGraphDraft, _SYSTEM, prompt, what="graph")
+    draft = ask_structured(llm, LLMGraphDraft, prompt, system=_SYSTEM, what="graph")
     by_id = {t.id: t for t in state.pool}
     chosen: list[AtomicTask] = []
     for n in draft.nodes:
@@ -542,7 +543,7 @@ def propose(
     else:
         try:
             graph = llm_proposal(llm, state, bundles)
-        except LLMOutputError as exc:
+        except ModelOutputError as exc:
             return {
                 "graph": None,
                 "attempts": state.attempts + 1,

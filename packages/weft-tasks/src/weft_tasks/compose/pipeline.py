@@ -14,13 +14,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from weft_core.exceptions import WeftRuntimeError
 from weft_core.models import Check, Disclosure, TaskGraph, ViewMode, atomic_write_text
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.library import MCPLibrary
 from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.compose.coherence import check_coherence
@@ -78,7 +78,7 @@ class Composer:
     def __init__(
         self,
         libraries: Sequence[MCPLibrary],
-        client: Any,
+        client: GroupService,
         out: Path,
         *,
         profiles: ProfileSet = DEFAULT_PROFILES,
@@ -282,7 +282,7 @@ class Composer:
 
 async def compose_tasks(
     libraries: Sequence[MCPLibrary],
-    client: Any,
+    client: GroupService,
     out: str | Path,
     n: int,
     *,

@@ -24,11 +24,11 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_core.models import TaskGraph
-from weft_tasks.atomic._llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
-from weft_tasks.compose.links import link_key
-from weft_tasks.exceptions import LLMOutputError
+from weft_tasks.grounding.identity import link_key
 from weft_tasks.grounding.schema import Rows, check_rows
 
 ROUNDS = ("entities", "relations", "context")
@@ -284,11 +284,11 @@ def llm_round(
         proposal = ask_structured(
             llm,
             RowProposal,
-            "You build realistic initial database states.",
             prompt,
+            system="You build realistic initial database states.",
             what="row proposal",
         )
-    except LLMOutputError as exc:
+    except ModelOutputError as exc:
         return {"issues": [*state.issues, f"{name}: model proposal unusable: {exc}"]}
     accepted, issues = _accept(state, bundles, proposal.rows, protect=True)
     last = dict(state.rounds[-1]) if state.rounds else {}

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from weft_core.models import CheckOutcome, SnapshotRef, TaskGraph
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.execution import run_calls
 from weft_tasks.atomic.megamcp import GroupCaller, Registrar, file_sha256
 from weft_tasks.atomic.validation import close_quietly
@@ -49,7 +50,7 @@ class ReplayReport(BaseModel):
 
 
 async def replay(
-    client: Any,
+    client: GroupService,
     registrar: Registrar,
     graph: TaskGraph,
     snapshots: dict[str, str],
@@ -126,7 +127,10 @@ def write_snapshots(
 
 
 async def register_snapshots(
-    client: Any, registrar: Registrar, files: dict[str, Path], bundle_paths: dict[str, Path]
+    client: GroupService,
+    registrar: Registrar,
+    files: dict[str, Path],
+    bundle_paths: dict[str, Path],
 ) -> dict[str, SnapshotRef]:
     """Store each initial DB in MegaMCP's object store; the refs go into `TaskGraph.initial_snapshots`."""
     refs: dict[str, SnapshotRef] = {}

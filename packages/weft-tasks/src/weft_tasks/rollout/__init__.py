@@ -2,6 +2,7 @@
 outcomes per atomic-task turn, traces tied to the ledger, physical retries of infrastructure
 failures, JSONL results."""
 
+from weft_megamcp.service import GroupService
 from weft_tasks.rollout.infra import is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger, trace_ledger_problems
 from weft_tasks.rollout.plan import RolloutPlan, plan_rollouts, rollout_id
@@ -11,7 +12,6 @@ from weft_tasks.rollout.runner import (
     run_rollout,
     run_rollouts,
 )
-from weft_tasks.rollout.service import GroupService
 from weft_tasks.rollout.settings import RolloutSettings
 from weft_tasks.rollout.sink import TraceSink
 from weft_tasks.rollout.stats import CellStats, rollout_stats

@@ -24,19 +24,19 @@ from langchain_core.language_models import BaseChatModel
 
 from weft_core.models import (
     ChatMessage,
-    CheckOutcome,
     EvaluationResult,
     TaskGraph,
     Trace,
     TurnSegment,
     ViewMode,
 )
+from weft_megamcp.models import VerificationResult
+from weft_megamcp.service import GroupService
 from weft_tasks.harness.protocol import Harness, HarnessTask, MCPEndpoint
 from weft_tasks.rollout.agentic import replay_checkpoints
 from weft_tasks.rollout.infra import infrastructure_entries, is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger
 from weft_tasks.rollout.plan import RolloutPlan
-from weft_tasks.rollout.service import GroupService
 from weft_tasks.rollout.settings import RolloutSettings
 from weft_tasks.rollout.sink import TraceSink
 from weft_tasks.views import (
@@ -57,23 +57,10 @@ class _InfrastructureInLedger(Exception):
     """The ledger shows a crash or timeout of MegaMCP, not of the policy."""
 
 
-def _evaluation(result: Any) -> tuple[EvaluationResult | None, str | None]:
-    if result is None:
-        return None, "no verification result"
-    error = getattr(result, "error", None)
-    if error:
-        return None, str(error)
-    outcomes = [CheckOutcome.model_validate(o, from_attributes=True) for o in result.outcomes]
-    return EvaluationResult(outcomes=outcomes), None
-
-
-def _ledger_dict(raw: Any) -> dict[str, list[Any]]:
-    if isinstance(raw, Mapping):
-        return {k: list(v) for k, v in raw.items()}
-    grouped: dict[str, list[Any]] = {}
-    for entry in raw or []:
-        grouped.setdefault(entry.mcp, []).append(entry)
-    return grouped
+def _evaluation(result: VerificationResult) -> tuple[EvaluationResult | None, str | None]:
+    if result.error:
+        return None, result.error
+    return EvaluationResult(outcomes=list(result.outcomes)), None
 
 
 @dataclass
@@ -140,7 +127,7 @@ async def _attempt(
 
         task = HarnessTask(graph=graph, view=view, first_request=first, rollout_id=plan.rollout_id)
         run = await harness.run(task, endpoints, on_turn)
-        raw_ledger = _ledger_dict(await service.ledger(handle))
+        raw_ledger = await service.ledger(handle)
         entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
         if infrastructure_entries(entries):
             raise _InfrastructureInLedger(

@@ -20,6 +20,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from weft_core.llm import model_display_name
 from weft_core.models import Disclosure, TaskGraph, TaskNode, TaskView, ViewMode
 from weft_tasks.views._order import disclosure_order
 from weft_tasks.views.disclosure import (
@@ -207,11 +208,7 @@ class LLMRequestWriter:
     def __init__(self, model: BaseChatModel, *, max_attempts: int = 2) -> None:
         self.model = model
         self.max_attempts = max_attempts
-        self.strategy = (
-            getattr(model, "model_name", None)
-            or getattr(model, "model", None)
-            or type(model).__name__
-        )
+        self.strategy = model_display_name(model)
         self.log: list[SimUserTurnState] = []
 
     async def write(self, ctx: TurnContext) -> str:
