@@ -16,9 +16,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BundleError",
+    "EnvSynthContext",
     "EnvSynthError",
     "EnvSynthRuntimeError",
-    "EnvSynthContext",
     "EnvSynthState",
     "EnvSynthUserError",
     "SpecRejected",
