@@ -20,6 +20,8 @@ from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, ValidationError
 
 from weft_core.exceptions import ModelOutputError
@@ -393,10 +395,14 @@ def _after_select(state: SynthesisState) -> str:
 
 
 def build_task_synthesis_graph(
-    bundle: BundleView, validator: TaskValidator, llm: BaseChatModel | None = None
-) -> Any:
+    bundle: BundleView,
+    validator: TaskValidator,
+    llm: BaseChatModel | None = None,
+    *,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[SynthesisState, None, SynthesisState, SynthesisState]:
     """Algorithm 1 for one MCP; invoke with `SynthesisState(mcp=..., budget=R, target=eta)`."""
-    g = StateGraph(SynthesisState)
+    g: StateGraph[SynthesisState, None, SynthesisState, SynthesisState] = StateGraph(SynthesisState)
     g.add_node("generate", partial(generate, bundle=bundle, llm=llm))
     g.add_node("validate", partial(validate, bundle=bundle, validator=validator))
     g.add_node("select", partial(select, bundle=bundle))
@@ -404,7 +410,7 @@ def build_task_synthesis_graph(
     g.add_conditional_edges("generate", _after_generate, ["validate", "select"])
     g.add_edge("validate", "select")
     g.add_conditional_edges("select", _after_select, ["generate", END])
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
 
 
 async def certify(

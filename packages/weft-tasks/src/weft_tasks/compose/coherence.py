@@ -14,6 +14,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
 from weft_core.exceptions import ModelOutputError
@@ -138,15 +140,20 @@ def audit(state: CoherenceState) -> dict[str, Any]:
     return {}
 
 
-def build_coherence_graph(bundles: list[BundleView], llm: BaseChatModel | None = None) -> Any:
+def build_coherence_graph(
+    bundles: list[BundleView],
+    llm: BaseChatModel | None = None,
+    *,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[CoherenceState, None, CoherenceState, CoherenceState]:
     """Judge one combination; invoke with `CoherenceState(cards=cards_for(bundles))`."""
-    g = StateGraph(CoherenceState)
+    g: StateGraph[CoherenceState, None, CoherenceState, CoherenceState] = StateGraph(CoherenceState)
     g.add_node("judge", partial(judge, bundles=bundles, llm=llm))
     g.add_node("audit", audit)
     g.add_edge(START, "judge")
     g.add_edge("judge", "audit")
     g.add_edge("audit", END)
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
 
 
 def check_coherence(bundles: list[BundleView], llm: BaseChatModel | None = None) -> CoherenceState:

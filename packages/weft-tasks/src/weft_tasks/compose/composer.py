@@ -17,6 +17,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, TypeAdapter
 
 from weft_core.exceptions import ModelOutputError
@@ -567,16 +569,21 @@ def _route(state: CompositionState, *, llm: BaseChatModel | None) -> str:
 
 
 def build_composition_graph(
-    bundles: dict[str, BundleView], llm: BaseChatModel | None = None
-) -> Any:
+    bundles: dict[str, BundleView],
+    llm: BaseChatModel | None = None,
+    *,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[CompositionState, None, CompositionState, CompositionState]:
     """Compose one task graph; invoke with a `CompositionState` (pool = the sampled candidates)."""
-    g = StateGraph(CompositionState)
+    g: StateGraph[CompositionState, None, CompositionState, CompositionState] = StateGraph(
+        CompositionState
+    )
     g.add_node("propose", partial(propose, bundles=bundles, llm=llm))
     g.add_node("check", check)
     g.add_edge(START, "propose")
     g.add_edge("propose", "check")
     g.add_conditional_edges("check", partial(_route, llm=llm), ["propose", END])
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
 
 
 def compose_graph(

@@ -22,6 +22,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
 from weft_core.exceptions import ModelOutputError
@@ -305,9 +307,14 @@ def _stop_if_failed(state: GroundingState, *, nxt: str) -> str:
     return END if state.failed else nxt
 
 
-def build_grounding_graph(bundles: dict[str, BundleView], llm: BaseChatModel | None = None) -> Any:
+def build_grounding_graph(
+    bundles: dict[str, BundleView],
+    llm: BaseChatModel | None = None,
+    *,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[GroundingState, None, GroundingState, GroundingState]:
     """Ground one task graph; invoke with `GroundingState(graph=...)`. `bundles`: MCP -> bundle."""
-    g = StateGraph(GroundingState)
+    g: StateGraph[GroundingState, None, GroundingState, GroundingState] = StateGraph(GroundingState)
     steps = [
         ("entities", entities_round),
         ("relations", relations_round),
@@ -327,7 +334,7 @@ def build_grounding_graph(bundles: dict[str, BundleView], llm: BaseChatModel | N
             g.add_conditional_edges(prev, partial(_stop_if_failed, nxt=name), [name, END])
         prev = last
     g.add_edge(prev, END)
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
 
 
 def ground(
