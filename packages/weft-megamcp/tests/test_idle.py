@@ -72,5 +72,7 @@ async def test_long_idle_group_is_evicted_then_reloaded(tmp_path, bundle_dir):
             assert time.monotonic() < deadline, "the idle group was not evicted within 30 s"
             await asyncio.sleep(0.05)
         assert host.core is not None
-        assert not host.core.manager.get(g.group_id).sessions[rec.mcp_id].db_path.exists()
+        group = host.core.manager.get(g.group_id)
+        async with group.reload_lock:  # the eviction that published EVICTED has finished
+            assert not group.sessions[rec.mcp_id].db_path.exists()
         assert "Evicted" in (await client.call_tool(g, rec.mcp_id, "list_contacts")).text
