@@ -48,6 +48,11 @@ class SynthResult(BaseModel):
     )
     seconds: float = 0.0
 
+    @property
+    def mcp(self) -> str:
+        """The MCP's name everywhere downstream: the bundle's slug, else the spec file's stem."""
+        return self.slug or Path(self.source).stem
+
 
 @functools.lru_cache(maxsize=4)
 def _compiled(

@@ -10,7 +10,6 @@ URIs stay valid across reruns; or a running host named in the config).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -22,10 +21,11 @@ from langchain_core.language_models import BaseChatModel
 
 from weft.config import PipelineConfig
 from weft.errors import ConfigError, StageError
-from weft.stages import StageStore, file_hash
+from weft.stages import AtomicRecord, ComposeRecord, RolloutsRecord, StageStore, file_hash
 from weft.summary import MCPRow, PipelineSummary, RolloutRow
 from weft_core.console import get_console
-from weft_core.models import TaskGraph
+from weft_core.models import EnvBundleManifest, TaskGraph
+from weft_envsynth.pipeline import SynthResult, synthesize_file
 from weft_megamcp.service import GroupService
 
 ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
@@ -56,24 +56,22 @@ async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
 # ----------------------------------------------------------------------------- stage 1
 
 
-def _synth_one(spec: str, folder: str, model: str | None, rounds: int) -> dict[str, Any]:
-    from weft_envsynth.pipeline import synthesize_file
-
-    return synthesize_file(spec, folder, model=model, rounds=rounds).model_dump(mode="json")
+def _synth_one(spec: str, folder: str, model: str | None, rounds: int) -> SynthResult:
+    return synthesize_file(spec, folder, model=model, rounds=rounds)
 
 
 async def stage_envs(
     config: PipelineConfig, store: StageStore, model: str | None
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[SynthResult], str]:
     """One EnvBundle per spec file; returns the synthesis results (with bundle paths)."""
     specs = config.spec_files()
-    results: list[dict[str, Any] | None] = [None] * len(specs)
+    results: list[SynthResult | None] = [None] * len(specs)
     todo: list[tuple[int, Path, str]] = []
     for i, spec in enumerate(specs):
         key = store.key(
             ENVS, {"spec": file_hash(spec), "rounds": config.envsynth.rounds, "model": model}
         )
-        done = store.done(ENVS, key)
+        done = store.done(ENVS, key, SynthResult)
         if done is not None:
             results[i] = done
         else:
@@ -128,7 +126,7 @@ async def stage_atomic(
     bundles: list[Path],
     llm: BaseChatModel | None,
     model: str | None,
-) -> tuple[list[Path], dict[str, dict[str, Any]], str]:
+) -> tuple[list[Path], dict[str, AtomicRecord], str]:
     """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP). A bundle with
     no certifiable task is recorded with its reason and the others go on."""
     from weft_tasks.atomic import certify_bundle
@@ -141,43 +139,37 @@ async def stage_atomic(
         concurrency=config.rollouts.concurrency,
     )
     libraries: list[Path] = []
-    stats: dict[str, dict[str, Any]] = {}
+    stats: dict[str, AtomicRecord] = {}
     ran = 0
     for bundle_dir in bundles:
-        manifest = json.loads((bundle_dir / "manifest.json").read_text(encoding="utf-8"))
+        manifest = EnvBundleManifest.load(bundle_dir / "manifest.json")
         key = store.key(
             ATOMIC,
             {
-                "bundle": manifest.get("content_hash") or file_hash(bundle_dir / "manifest.json"),
+                "bundle": manifest.content_hash or file_hash(bundle_dir / "manifest.json"),
                 "budget": config.tasks.budget,
                 "model": model,
                 "seed": config.pipeline.seed,
             },
         )
-        done = store.done(ATOMIC, key)
+        done = store.done(ATOMIC, key, AtomicRecord)
         if done is None:
             ran += 1
             folder = store.begin(ATOMIC, key)
             try:
                 lib = await certify_bundle(bundle_dir, client, folder, llm=llm, settings=settings)
-                record = {
-                    "mcp": lib.mcp,
-                    "library": str(folder / lib.mcp),
-                    "tasks": len(lib.tasks),
-                    "coverage": float(lib.manifest.coverage),
-                }
+                record = AtomicRecord(
+                    mcp=lib.mcp,
+                    library=str(folder / lib.mcp),
+                    tasks=len(lib.tasks),
+                    coverage=float(lib.manifest.coverage),
+                )
             except TasksUserError as exc:  # no certifiable task / unusable bundle: this MCP only
-                record = {
-                    "mcp": manifest.get("name", bundle_dir.name),
-                    "library": None,
-                    "tasks": 0,
-                    "coverage": 0.0,
-                    "error": str(exc),
-                }
+                record = AtomicRecord(mcp=manifest.name, error=str(exc))
             done = store.finish(ATOMIC, key, record)
-        if done.get("library"):
-            libraries.append(Path(done["library"]))
-        stats[done["mcp"]] = done
+        if done.library:
+            libraries.append(Path(done.library))
+        stats[done.mcp] = done
     return libraries, stats, ("ran" if ran else "cached")
 
 
@@ -205,24 +197,20 @@ async def stage_compose(
             "seed": config.pipeline.seed,
         },
     )
-    done = store.done(COMPOSE, key)
+    done = store.done(COMPOSE, key, ComposeRecord)
     folder = store.path(COMPOSE, key)
     if done is None:
         folder = store.begin(COMPOSE, key)
+        # The composer saves each sealed graph under folder/tasks/ (weft_tasks.compose).
         graphs, failures = await _compose(config, client, libraries, llm, folder)
-        for g in graphs:
-            # Re-validate: a graph assembled with model_copy(update=...) may hold raw dicts that
-            # dump differently once loaded, and its stored hash would then not verify.
-            clean = TaskGraph.model_validate_json(
-                g.model_copy(update={"content_hash": None}).model_dump_json()
-            )
-            clean.save(folder / "tasks" / f"{g.id}.json")
-        done = store.finish(COMPOSE, key, {"tasks": [g.id for g in graphs], "failures": failures})
+        done = store.finish(
+            COMPOSE, key, ComposeRecord(tasks=[g.id for g in graphs], failures=failures)
+        )
         state = "ran"
     else:
         state = "cached"
-    graphs = [TaskGraph.load(folder / "tasks" / f"{tid}.json") for tid in done["tasks"]]
-    return graphs, list(done.get("failures", [])), state
+    graphs = [TaskGraph.load(folder / "tasks" / f"{tid}.json") for tid in done.tasks]
+    return graphs, list(done.failures), state
 
 
 def profile_set(config: PipelineConfig) -> Any:
@@ -315,7 +303,7 @@ async def stage_rollouts(
             "model": model,
         },
     )
-    done = store.done(ROLLOUTS, key)
+    done = store.done(ROLLOUTS, key, RolloutsRecord)
     folder = store.begin(ROLLOUTS, key, keep=True)
     out = folder / "traces.jsonl"
     plans = plan_rollouts(
@@ -335,7 +323,7 @@ async def stage_rollouts(
     report = await run_rollouts(
         plans, client, harnesses, out=out, settings=settings, simulator_model=simulator
     )
-    store.finish(ROLLOUTS, key, {"traces": str(out), "rollouts": len(report.traces)})
+    store.finish(ROLLOUTS, key, RolloutsRecord(traces=str(out), rollouts=len(report.traces)))
     state = (
         "cached"
         if done is not None or report.skipped == len(plans)
@@ -373,19 +361,15 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
 
     _log(f"[bold]1/4 environments[/] from {len(config.spec_files())} spec file(s)")
     envs, summary.stages[ENVS] = await stage_envs(config, store, model)
-    bundles = [
-        Path(r["bundle"])
-        for r in envs
-        if r.get("status") in ("certified", "partial") and r.get("bundle")
-    ]
+    bundles = [Path(r.bundle) for r in envs if r.status in ("certified", "partial") and r.bundle]
     rows = {
-        r.get("slug") or r.get("name") or r["source"]: MCPRow(
-            name=r.get("slug") or r.get("name") or Path(r["source"]).stem,
-            source=Path(r["source"]).name,
-            status=r["status"],
-            tools_certified=r.get("tools_certified", 0),
-            tools_total=r.get("tools_total", 0),
-            reason=r.get("reason"),
+        r.mcp: MCPRow(
+            name=r.mcp,
+            source=Path(r.source).name,
+            status=r.status,
+            tools_certified=r.tools_certified,
+            tools_total=r.tools_total,
+            reason=r.reason,
         )
         for r in envs
     }
@@ -403,10 +387,10 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
             config, store, client, bundles, llm, model
         )
         for mcp, st in atomic.items():
-            row = rows.get(mcp) or next((r for r in summary.mcps if r.name == mcp), None)
+            row = rows.get(mcp)
             if row is not None:
-                row.atomic_tasks, row.coverage = int(st["tasks"]), float(st["coverage"])
-                row.reason = st.get("error") or row.reason
+                row.atomic_tasks, row.coverage = st.tasks, st.coverage
+                row.reason = st.error or row.reason
         _log("[bold]3/4 composed tasks[/]")
         graphs, summary.composition_failures, summary.stages[COMPOSE] = await stage_compose(
             config, store, client, libraries, llm, model

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
@@ -12,21 +12,6 @@ from weft_core.llm import ask_structured
 from weft_core.models import MCPSpec
 
 T = TypeVar("T", bound=BaseModel)
-
-
-@runtime_checkable
-class StructuredChatModel(Protocol):
-    """What the LLM strategies need from a chat model (any LangChain BaseChatModel fits).
-
-    Contract: `with_structured_output(schema, include_raw=True)` returns a runnable whose
-    `invoke(prompt)` gives {"raw", "parsed", "parsing_error"} or the parsed object; `invoke(prompt)`
-    gives a message whose tool calls or JSON text carry the answer. Answers are never trusted:
-    every product is checked deterministically and replaced by the programmatic one when wrong.
-    """
-
-    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any: ...
-
-    def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def spec_digest(spec: MCPSpec, *, limit: int = 12000) -> str:
