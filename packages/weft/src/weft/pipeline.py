@@ -27,6 +27,7 @@ from weft_core.console import get_console
 from weft_core.models import EnvBundleManifest, TaskGraph
 from weft_envsynth.pipeline import SynthResult, synthesize_file
 from weft_megamcp.service import GroupService
+from weft_tasks.atomic.megamcp import Registrar
 
 ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
 
@@ -126,6 +127,7 @@ async def stage_atomic(
     bundles: list[Path],
     llm: BaseChatModel | None,
     model: str | None,
+    registrar: Registrar,
 ) -> tuple[list[Path], dict[str, AtomicRecord], str]:
     """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP). A bundle with
     no certifiable task is recorded with its reason and the others go on."""
@@ -157,7 +159,9 @@ async def stage_atomic(
             ran += 1
             folder = store.begin(ATOMIC, key)
             try:
-                lib = await certify_bundle(bundle_dir, client, folder, llm=llm, settings=settings)
+                lib = await certify_bundle(
+                    bundle_dir, client, folder, llm=llm, settings=settings, registrar=registrar
+                )
                 record = AtomicRecord(
                     mcp=lib.mcp,
                     library=str(folder / lib.mcp),
@@ -183,6 +187,7 @@ async def stage_compose(
     libraries: list[Path],
     llm: BaseChatModel | None,
     model: str | None,
+    registrar: Registrar,
 ) -> tuple[list[TaskGraph], list[str], str]:
     """Composed, grounded task graphs (weft_tasks.compose + grounding), saved as JSON files."""
     key = store.key(
@@ -202,7 +207,7 @@ async def stage_compose(
     if done is None:
         folder = store.begin(COMPOSE, key)
         # The composer saves each sealed graph under folder/tasks/ (weft_tasks.compose).
-        graphs, failures = await _compose(config, client, libraries, llm, folder)
+        graphs, failures = await _compose(config, client, libraries, llm, folder, registrar)
         done = store.finish(
             COMPOSE, key, ComposeRecord(tasks=[g.id for g in graphs], failures=failures)
         )
@@ -234,6 +239,7 @@ async def _compose(
     libraries: list[Path],
     llm: BaseChatModel | None,
     workdir: Path,
+    registrar: Registrar,
 ) -> tuple[list[TaskGraph], list[str]]:
     from weft_tasks.atomic.library import load_mcp_library
     from weft_tasks.compose.pipeline import compose_tasks
@@ -249,6 +255,7 @@ async def _compose(
         profiles=profile_set(config),
         llm=llm,
         settings=settings,
+        registrar=registrar,
     )
     failures = [f"{reason}: {n}" for reason, n in sorted(report.rejections.items())]
     return list(graphs), failures
@@ -380,11 +387,13 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
         raise StageError(f"no environment could be certified: {reasons}{more}")
 
     async with megamcp_session(config) as client:
+        # Registered once here; the atomic and compose stages reuse these MCP ids.
+        registrar = Registrar(client)
         for b in bundles:
-            await client.register(b)
+            await registrar.mcp_id(b)
         _log(f"[bold]2/4 atomic tasks[/] on {len(bundles)} environment(s)")
         libraries, atomic, summary.stages[ATOMIC] = await stage_atomic(
-            config, store, client, bundles, llm, model
+            config, store, client, bundles, llm, model, registrar
         )
         for mcp, st in atomic.items():
             row = rows.get(mcp)
@@ -393,7 +402,7 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
                 row.reason = st.error or row.reason
         _log("[bold]3/4 composed tasks[/]")
         graphs, summary.composition_failures, summary.stages[COMPOSE] = await stage_compose(
-            config, store, client, libraries, llm, model
+            config, store, client, libraries, llm, model, registrar
         )
         summary.tasks_by_profile = dict(Counter(g.profile for g in graphs))
         if not graphs:

@@ -12,6 +12,7 @@ from weft_core.llm import model_display_name
 from weft_megamcp.service import GroupService
 from weft_tasks.atomic.bundle import load_bundle
 from weft_tasks.atomic.library import MCPLibrary, load_mcp_library, save_library
+from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.atomic.synthesis import certify
 from weft_tasks.atomic.validation import MegaMCPValidator
 from weft_tasks.settings import TasksSettings
@@ -40,6 +41,7 @@ async def certify_bundle(
     llm: BaseChatModel | None = None,
     settings: TasksSettings | None = None,
     validator: MegaMCPValidator | None = None,
+    registrar: Registrar | None = None,
 ) -> MCPLibrary:
     """Run Algorithm 1 on one bundle against MegaMCP and save its library. Raises
     `weft_tasks.exceptions.BundleError` for an unusable bundle and `LibraryError` when no task
@@ -48,7 +50,9 @@ async def certify_bundle(
 
     settings = settings or TasksSettings()
     bundle = load_bundle(bundle_dir)
-    validator = validator or MegaMCPValidator(client, concurrency=settings.concurrency)
+    validator = validator or MegaMCPValidator(
+        client, concurrency=settings.concurrency, registrar=registrar
+    )
     state = await certify(
         bundle,
         validator,

@@ -85,6 +85,7 @@ class Composer:
         llm: BaseChatModel | None = None,
         settings: TasksSettings | None = None,
         on_task: Callable[[TaskGraph], None] | None = None,
+        registrar: Registrar | None = None,
     ) -> None:
         self.settings = settings or TasksSettings()
         self.libs = [lib for lib in libraries if lib.tasks]
@@ -93,7 +94,7 @@ class Composer:
         self.profiles = profiles
         self.llm = llm
         self.on_task = on_task
-        self.registrar = Registrar(client)
+        self.registrar = registrar or Registrar(client)
         self.sampler = CoverageSampler(
             self.libs, surplus=self.settings.surplus, seed=self.settings.seed
         )
@@ -289,8 +290,18 @@ async def compose_tasks(
     profiles: ProfileSet = DEFAULT_PROFILES,
     llm: BaseChatModel | None = None,
     settings: TasksSettings | None = None,
+    registrar: Registrar | None = None,
 ) -> tuple[list[TaskGraph], CorpusReport]:
-    """Compose `n` grounded task graphs from `libraries` (see `Composer`)."""
-    composer = Composer(libraries, client, Path(out), profiles=profiles, llm=llm, settings=settings)
+    """Compose `n` grounded task graphs from `libraries` (see `Composer`); `registrar`: the MCP
+    ids of bundles an earlier stage registered."""
+    composer = Composer(
+        libraries,
+        client,
+        Path(out),
+        profiles=profiles,
+        llm=llm,
+        settings=settings,
+        registrar=registrar,
+    )
     report = await composer.run(n)
     return composer.accepted, report
