@@ -12,12 +12,14 @@ is deterministic so its issues are final. The graph's order is the stable topolo
 
 from __future__ import annotations
 
-from functools import partial
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -69,6 +71,17 @@ class CompositionState(BaseModel):
     issues: list[GraphIssue] = Field(default_factory=list)
     attempts: int = 0
     max_attempts: int = 2
+    retryable: bool = Field(
+        default=False, description="Whether a rejected proposal is worth proposing again."
+    )
+
+
+@dataclass(frozen=True)
+class CompositionContext:
+    """What one composition depends on (LangGraph `context_schema`)."""
+
+    bundles: dict[str, BundleView]
+    llm: BaseChatModel | None = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -537,10 +550,9 @@ def llm_proposal(
 # ----------------------------------------------------------------------------- graph
 
 
-def propose(
-    state: CompositionState, *, bundles: dict[str, BundleView], llm: BaseChatModel | None
-) -> dict[str, Any]:
-    if llm is None:
+def propose(state: CompositionState, runtime: Runtime[CompositionContext]) -> dict[str, Any]:
+    bundles, llm = runtime.context.bundles, runtime.context.llm
+    if llm is None:  # deterministic: proposing again gives the same graph
         graph = programmatic_proposal(state, bundles)
     else:
         try:
@@ -549,11 +561,12 @@ def propose(
             return {
                 "graph": None,
                 "attempts": state.attempts + 1,
+                "retryable": True,
                 "issues": [
                     GraphIssue(kind="unsourced_input", message=f"composition output invalid: {exc}")
                 ],
             }
-    return {"graph": graph, "attempts": state.attempts + 1}
+    return {"graph": graph, "attempts": state.attempts + 1, "retryable": llm is not None}
 
 
 def check(state: CompositionState) -> dict[str, Any]:
@@ -562,32 +575,36 @@ def check(state: CompositionState) -> dict[str, Any]:
     return {"issues": check_graph(state.graph, {t.id for t in state.pool})}
 
 
-def _route(state: CompositionState, *, llm: BaseChatModel | None) -> str:
-    if state.issues and llm is not None and state.attempts < state.max_attempts:
+def route_after_check(state: CompositionState) -> str:
+    if state.issues and state.retryable and state.attempts < state.max_attempts:
         return "propose"
     return END
 
 
 def build_composition_graph(
-    bundles: dict[str, BundleView],
-    llm: BaseChatModel | None = None,
-    *,
-    checkpointer: Checkpointer = None,
-) -> CompiledStateGraph[CompositionState, None, CompositionState, CompositionState]:
-    """Compose one task graph; invoke with a `CompositionState` (pool = the sampled candidates)."""
-    g: StateGraph[CompositionState, None, CompositionState, CompositionState] = StateGraph(
-        CompositionState
-    )
-    g.add_node("propose", partial(propose, bundles=bundles, llm=llm))
+    *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[CompositionState, CompositionContext, CompositionState, CompositionState]:
+    """Compose one task graph; invoke with a `CompositionState` (pool = the sampled candidates)
+    and `context=CompositionContext(bundles, llm)`."""
+    g = StateGraph(CompositionState, context_schema=CompositionContext)
+    g.add_node("propose", propose)
     g.add_node("check", check)
     g.add_edge(START, "propose")
     g.add_edge("propose", "check")
-    g.add_conditional_edges("check", partial(_route, llm=llm), ["propose", END])
+    g.add_conditional_edges("check", route_after_check, ["propose", END])
     return g.compile(checkpointer=checkpointer)
+
+
+@functools.cache
+def _compiled() -> CompiledStateGraph[
+    CompositionState, CompositionContext, CompositionState, CompositionState
+]:
+    return build_composition_graph()
 
 
 def compose_graph(
     state: CompositionState, bundles: dict[str, BundleView], llm: BaseChatModel | None = None
 ) -> CompositionState:
-    out = build_composition_graph(bundles, llm).invoke(state)
+    """One composition (the graph is compiled once per process; bundles and model per run)."""
+    out = _compiled().invoke(state, context=CompositionContext(bundles, llm))
     return CompositionState.model_validate(out)
