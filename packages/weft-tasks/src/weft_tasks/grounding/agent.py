@@ -17,12 +17,15 @@ and protection, so a wrong proposal is dropped with its reason.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
@@ -307,25 +310,71 @@ def _stop_if_failed(state: GroundingState, *, nxt: str) -> str:
     return END if state.failed else nxt
 
 
+@dataclass(frozen=True)
+class GroundingContext:
+    """What one grounding run depends on (LangGraph `context_schema`)."""
+
+    bundles: dict[str, BundleView]
+    llm: BaseChatModel | None = None
+
+
+def _entities_node(state: GroundingState, runtime: Runtime[GroundingContext]) -> dict[str, Any]:
+    return entities_round(state, bundles=runtime.context.bundles)
+
+
+def _relations_node(state: GroundingState, runtime: Runtime[GroundingContext]) -> dict[str, Any]:
+    return relations_round(state, bundles=runtime.context.bundles)
+
+
+def _context_node(state: GroundingState, runtime: Runtime[GroundingContext]) -> dict[str, Any]:
+    return context_round(state, bundles=runtime.context.bundles)
+
+
+def _model_round(
+    state: GroundingState, runtime: Runtime[GroundingContext], name: str
+) -> dict[str, Any]:
+    llm = runtime.context.llm
+    if llm is None:  # a graph built with_model run without one: the round is skipped
+        return {}
+    return llm_round(state, bundles=runtime.context.bundles, llm=llm, name=name)
+
+
+def _entities_model_node(
+    state: GroundingState, runtime: Runtime[GroundingContext]
+) -> dict[str, Any]:
+    return _model_round(state, runtime, "entities")
+
+
+def _relations_model_node(
+    state: GroundingState, runtime: Runtime[GroundingContext]
+) -> dict[str, Any]:
+    return _model_round(state, runtime, "relations")
+
+
+def _context_model_node(
+    state: GroundingState, runtime: Runtime[GroundingContext]
+) -> dict[str, Any]:
+    return _model_round(state, runtime, "context")
+
+
 def build_grounding_graph(
-    bundles: dict[str, BundleView],
-    llm: BaseChatModel | None = None,
-    *,
-    checkpointer: Checkpointer = None,
-) -> CompiledStateGraph[GroundingState, None, GroundingState, GroundingState]:
-    """Ground one task graph; invoke with `GroundingState(graph=...)`. `bundles`: MCP -> bundle."""
-    g: StateGraph[GroundingState, None, GroundingState, GroundingState] = StateGraph(GroundingState)
-    steps = [
-        ("entities", entities_round),
-        ("relations", relations_round),
-        ("context", context_round),
-    ]
+    *, with_model: bool = False, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[GroundingState, GroundingContext, GroundingState, GroundingState]:
+    """Ground one task graph; invoke with `GroundingState(graph=...)` and
+    `context=GroundingContext(bundles, llm)` (`bundles`: MCP -> bundle). `with_model` adds the
+    LLM round after each programmatic round."""
+    g = StateGraph(GroundingState, context_schema=GroundingContext)
+    g.add_node("entities", _entities_node)
+    g.add_node("relations", _relations_node)
+    g.add_node("context", _context_node)
+    if with_model:
+        g.add_node("entities_model", _entities_model_node)
+        g.add_node("relations_model", _relations_model_node)
+        g.add_node("context_model", _context_model_node)
     prev = START
-    for name, fn in steps:
-        g.add_node(name, partial(fn, bundles=bundles))
+    for name in ("entities", "relations", "context"):
         last = name
-        if llm is not None:
-            g.add_node(f"{name}_model", partial(llm_round, bundles=bundles, llm=llm, name=name))
+        if with_model:
             g.add_edge(name, f"{name}_model")
             last = f"{name}_model"
         if prev is START:
@@ -337,6 +386,13 @@ def build_grounding_graph(
     return g.compile(checkpointer=checkpointer)
 
 
+@functools.cache
+def _compiled(
+    with_model: bool,
+) -> CompiledStateGraph[GroundingState, GroundingContext, GroundingState, GroundingState]:
+    return build_grounding_graph(with_model=with_model)
+
+
 def ground(
     graph: TaskGraph,
     bundles: dict[str, BundleView],
@@ -344,7 +400,8 @@ def ground(
     *,
     distractors: int = 3,
 ) -> GroundingState:
-    out = build_grounding_graph(bundles, llm).invoke(
-        GroundingState(graph=graph, distractors=distractors)
+    out = _compiled(llm is not None).invoke(
+        GroundingState(graph=graph, distractors=distractors),
+        context=GroundingContext(bundles, llm),
     )
     return GroundingState.model_validate(out)
