@@ -13,14 +13,16 @@ The budget R counts the first validation round.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
-from functools import partial
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, ValidationError
 
@@ -394,23 +396,50 @@ def _after_select(state: SynthesisState) -> str:
     return END if state.stop_reason else "generate"
 
 
+@dataclass(frozen=True)
+class SynthesisContext:
+    """What a run of Algorithm 1 depends on (LangGraph `context_schema`)."""
+
+    bundle: BundleView
+    validator: TaskValidator
+    llm: BaseChatModel | None = None
+
+
+def _generate_node(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dict[str, Any]:
+    return generate(state, bundle=runtime.context.bundle, llm=runtime.context.llm)
+
+
+async def _validate_node(
+    state: SynthesisState, runtime: Runtime[SynthesisContext]
+) -> dict[str, Any]:
+    return await validate(state, bundle=runtime.context.bundle, validator=runtime.context.validator)
+
+
+def _select_node(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dict[str, Any]:
+    return select(state, bundle=runtime.context.bundle)
+
+
 def build_task_synthesis_graph(
-    bundle: BundleView,
-    validator: TaskValidator,
-    llm: BaseChatModel | None = None,
-    *,
-    checkpointer: Checkpointer = None,
-) -> CompiledStateGraph[SynthesisState, None, SynthesisState, SynthesisState]:
-    """Algorithm 1 for one MCP; invoke with `SynthesisState(mcp=..., budget=R, target=eta)`."""
-    g: StateGraph[SynthesisState, None, SynthesisState, SynthesisState] = StateGraph(SynthesisState)
-    g.add_node("generate", partial(generate, bundle=bundle, llm=llm))
-    g.add_node("validate", partial(validate, bundle=bundle, validator=validator))
-    g.add_node("select", partial(select, bundle=bundle))
+    *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[SynthesisState, SynthesisContext, SynthesisState, SynthesisState]:
+    """Algorithm 1 for one MCP; invoke with `SynthesisState(mcp=..., budget=R, target=eta)` and
+    `context=SynthesisContext(bundle, validator, llm)`."""
+    g = StateGraph(SynthesisState, context_schema=SynthesisContext)
+    g.add_node("generate", _generate_node)
+    g.add_node("validate", _validate_node)
+    g.add_node("select", _select_node)
     g.add_edge(START, "generate")
     g.add_conditional_edges("generate", _after_generate, ["validate", "select"])
     g.add_edge("validate", "select")
     g.add_conditional_edges("select", _after_select, ["generate", END])
     return g.compile(checkpointer=checkpointer)
+
+
+@functools.cache
+def _compiled() -> CompiledStateGraph[
+    SynthesisState, SynthesisContext, SynthesisState, SynthesisState
+]:
+    return build_task_synthesis_graph()
 
 
 async def certify(
@@ -423,7 +452,10 @@ async def certify(
     max_chain: int = 4,
 ) -> SynthesisState:
     """Run Algorithm 1 for one MCP and return its final state (retained tasks, coverage, F)."""
-    graph = build_task_synthesis_graph(bundle, validator, llm)
     initial = SynthesisState(mcp=bundle.mcp, budget=budget, target=target, max_chain=max_chain)
-    out = await graph.ainvoke(initial, {"recursion_limit": 4 * budget + 10})
+    out = await _compiled().ainvoke(
+        initial,
+        {"recursion_limit": 4 * budget + 10},
+        context=SynthesisContext(bundle, validator, llm),
+    )
     return SynthesisState.model_validate(out)
