@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -85,16 +86,20 @@ class SynthesisState(BaseModel):
     round: int = 0
     next_id: int = 1
     candidates: list[AtomicTask] = Field(default_factory=list)
-    validated: list[AtomicTask] = Field(default_factory=list, description="V, in validation order.")
-    failures: list[Failure] = Field(default_factory=list, description="F.")
+    validated: Annotated[list[AtomicTask], operator.add] = Field(
+        default_factory=list, description="V, in validation order (appended to)."
+    )
+    failures: Annotated[list[Failure], operator.add] = Field(
+        default_factory=list, description="F (appended to)."
+    )
     redundant: list[Redundancy] = Field(default_factory=list)
     retained: list[AtomicTask] = Field(default_factory=list)
     coverage: float = 0.0
     uncovered: list[str] = Field(default_factory=list)
-    tried: list[str] = Field(
-        default_factory=list, description="Signatures of every candidate so far."
+    tried: Annotated[list[str], operator.add] = Field(
+        default_factory=list, description="Signatures of every candidate so far (appended to)."
     )
-    rounds: list[RoundReport] = Field(default_factory=list)
+    rounds: Annotated[list[RoundReport], operator.add] = Field(default_factory=list)
     last_generated: int = 0
     validated_in: dict[str, int] = Field(default_factory=dict, description="Task id -> its round.")
     stop_reason: str | None = None
@@ -321,8 +326,8 @@ def generate(
         "candidates": tasks,
         "last_generated": len(tasks),
         "next_id": next_id,
-        "failures": state.failures + failures,
-        "tried": state.tried + [d.signature for d in drafts],
+        "failures": failures,
+        "tried": [d.signature for d in drafts],
         "stop_reason": None if tasks else "no new candidates",
     }
 
@@ -349,8 +354,8 @@ async def validate(
                 )
             )
     return {
-        "validated": state.validated + passed,
-        "failures": state.failures + failures,
+        "validated": passed,
+        "failures": failures,
         "candidates": [],
     }
 
@@ -383,7 +388,7 @@ def select(state: SynthesisState, *, bundle: BundleView) -> dict[str, Any]:
         "redundant": redundant,
         "coverage": coverage,
         "uncovered": uncovered_tools(retained, bundle.tools),
-        "rounds": [*state.rounds, report],
+        "rounds": [report],
         "stop_reason": stop,
     }
 

@@ -18,9 +18,10 @@ and protection, so a wrong proposal is dropped with its reason.
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -45,7 +46,9 @@ class GroundingState(BaseModel):
     rounds: list[dict[str, Rows]] = Field(
         default_factory=list, description="Rows each round added, per MCP: rounds[i][mcp][table]."
     )
-    issues: list[str] = Field(default_factory=list)
+    issues: Annotated[list[str], operator.add] = Field(
+        default_factory=list, description="What each round could not ground (appended to)."
+    )
     failed: str | None = Field(default=None, description="Why the state cannot be grounded.")
 
     def rows(self, upto: int | None = None) -> dict[str, Rows]:
@@ -223,7 +226,7 @@ def relations_round(
                     taken += 1
         proposed[mcp] = out
     accepted, issues = _accept(state, bundles, proposed, protect=True)
-    return {"rounds": [*state.rounds, accepted], "issues": state.issues + issues}
+    return {"rounds": [*state.rounds, accepted], "issues": issues}
 
 
 def context_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> dict[str, Any]:
@@ -256,7 +259,7 @@ def context_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> d
                 n += 1
         proposed[mcp] = out
     accepted, issues = _accept(state, bundles, proposed, protect=True)
-    return {"rounds": [*state.rounds, accepted], "issues": state.issues + issues}
+    return {"rounds": [*state.rounds, accepted], "issues": issues}
 
 
 class RowProposal(BaseModel):
@@ -294,7 +297,7 @@ def llm_round(
             what="row proposal",
         )
     except ModelOutputError as exc:
-        return {"issues": [*state.issues, f"{name}: model proposal unusable: {exc}"]}
+        return {"issues": [f"{name}: model proposal unusable: {exc}"]}
     accepted, issues = _accept(state, bundles, proposal.rows, protect=True)
     last = dict(state.rounds[-1]) if state.rounds else {}
     for mcp, tables in accepted.items():
@@ -303,7 +306,7 @@ def llm_round(
             merged.setdefault(t, []).extend(rows)
         last[mcp] = merged
     rounds = [*state.rounds[:-1], last] if state.rounds else [last]
-    return {"rounds": rounds, "issues": state.issues + [f"{name} (model): {i}" for i in issues]}
+    return {"rounds": rounds, "issues": [f"{name} (model): {i}" for i in issues]}
 
 
 def _stop_if_failed(state: GroundingState, *, nxt: str) -> str:
