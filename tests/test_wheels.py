@@ -18,7 +18,7 @@ PACKAGES = [
     "weft-tasks",
     "weft-evolve",
     "weft-train",
-    "weft",
+    "weft-rl",  # the umbrella (command `weft`): "weft" on PyPI is another project
 ]
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -90,3 +90,12 @@ def test_core_and_megamcp_import_with_declared_deps_only(
         [str(python), "-c", "import weft_envsynth"], capture_output=True, text=True
     )
     assert proc.returncode != 0
+    # Without the [langchain] extra, langchain is absent and asking for its tools names the extra.
+    code = (
+        "import importlib.util, weft_megamcp.client as c, weft_megamcp.exceptions as e\n"
+        "assert importlib.util.find_spec('langchain') is None\n"
+        "try:\n    c.langchain_mcp_adapter()\nexcept e.MissingExtraError as exc:\n    print(exc)"
+    )
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "weft-megamcp[langchain]" in proc.stdout

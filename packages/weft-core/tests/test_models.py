@@ -764,3 +764,27 @@ def test_trace_hash_covers_content_not_the_clock():
     other = entry.model_copy(update={"arguments": {"id": 2}})
     assert trace.model_copy(update={"ledger": [later]}).compute_hash() == trace.compute_hash()
     assert trace.model_copy(update={"ledger": [other]}).compute_hash() != trace.compute_hash()
+
+
+def test_graph_verifier_has_a_checkpoint_per_node_and_final() -> None:
+    from weft_core.exceptions import CheckError
+    from weft_core.models import FINAL_CHECKPOINT, Verifier
+
+    g = sample_graph()
+    v = g.verifier()
+    assert set(v.checkpoints) == {n.id for n in g.nodes} | {FINAL_CHECKPOINT}
+    assert v.checks_at(FINAL_CHECKPOINT) == g.final_checks
+    assert v.checks_at("n1") == g.node("n1").checks
+    assert v.bindings == {"customer": {"email": "ana@example.com"}}
+    # Before grounding keeps final checks, `final` is every node's checks.
+    every = [c for n in g.nodes for c in n.checks]
+    assert g.model_copy(update={"final_checks": []}).verifier().checks_at("final") == every
+    with pytest.raises(CheckError, match="no checkpoint 'n9'"):
+        v.checks_at("n9")
+    # Its JSON form is what MegaMCP stores; checks come back typed.
+    back = Verifier.model_validate_json(v.model_dump_json())
+    assert back == v
+    pinned = v.pinned({"files": "files@2"})
+    mcps = {c.mcp for cs in v.checkpoints.values() for c in cs if c.mcp}
+    renamed = {c.mcp for cs in pinned.checkpoints.values() for c in cs if c.mcp}
+    assert "files" in mcps and renamed == (mcps - {"files"}) | {"files@2"}

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from weft_core.models import EnvBundleManifest, MCPSpec
@@ -36,7 +37,7 @@ def test_there_are_enough_examples_across_domains(examples_dir: Path) -> None:
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
 def test_every_example_certifies_without_a_model(name: str, tmp_path: Path, example) -> None:
     spec: MCPSpec = example(name)
-    graph = build_envsynth_graph(None, rounds=3)
+    graph = build_envsynth_graph()
     final = EnvSynthState.model_validate(
         graph.invoke(EnvSynthState(spec=spec, out_dir=str(tmp_path)))
     )
@@ -70,9 +71,10 @@ def test_every_example_certifies_without_a_model(name: str, tmp_path: Path, exam
 
 def test_graph_runs_under_a_checkpointer(tmp_path: Path, helpdesk_spec: MCPSpec) -> None:
     saver = InMemorySaver()
-    graph = build_envsynth_graph(None, rounds=1, checkpointer=saver)
-    config = {"configurable": {"thread_id": "helpdesk-1"}}
-    out = graph.invoke(EnvSynthState(spec=helpdesk_spec, out_dir=str(tmp_path)), config=config)
+    graph = build_envsynth_graph(checkpointer=saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "helpdesk-1"}}
+    state = EnvSynthState(spec=helpdesk_spec, out_dir=str(tmp_path), rounds=1)
+    out = graph.invoke(state, config=config)
     assert out["manifest"] is not None
     snap = graph.get_state(config)
     assert snap.next == ()
@@ -82,11 +84,32 @@ def test_graph_runs_under_a_checkpointer(tmp_path: Path, helpdesk_spec: MCPSpec)
         assert node in visited
 
 
+def test_an_earlier_checkpoint_replays_to_the_same_bundle(
+    tmp_path: Path, helpdesk_spec: MCPSpec
+) -> None:
+    """certify moved the working folder away; replaying from the checkpoint before validate
+    rebuilds it from the state and certifies the same tools again (a new bundle version)."""
+    saver = InMemorySaver()
+    graph = build_envsynth_graph(checkpointer=saver)
+    config: RunnableConfig = {"configurable": {"thread_id": "replay-1"}}
+    first = EnvSynthState.model_validate(
+        graph.invoke(EnvSynthState(spec=helpdesk_spec, out_dir=str(tmp_path), rounds=1), config)
+    )
+    assert first.manifest is not None
+    before_validate = next(h for h in graph.get_state_history(config) if h.next == ("validate",))
+    assert not Path(before_validate.values["work_dir"]).exists()
+    again = EnvSynthState.model_validate(graph.invoke(None, before_validate.config))
+    assert again.manifest is not None and again.manifest.version == first.manifest.version + 1
+    assert again.manifest.certified_tools == first.manifest.certified_tools
+    assert again.notes == first.notes  # the same deterministic path; reducers append once
+    assert not list(tmp_path.glob(".work-*"))
+
+
 def test_spec_with_no_entity_is_rejected_with_a_reason(tmp_path: Path) -> None:
     from weft_core.models import ToolSpec
 
     spec = MCPSpec(name="empty", tools=[])
-    graph = build_envsynth_graph(None)
+    graph = build_envsynth_graph()
     final = graph.invoke(EnvSynthState(spec=spec, out_dir=str(tmp_path)))
     assert final["error"] and "no tools" in final["error"]
     assert not any(tmp_path.iterdir())

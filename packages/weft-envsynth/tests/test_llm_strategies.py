@@ -16,7 +16,7 @@ from weft_envsynth.contracts import contracts
 from weft_envsynth.graph import build_envsynth_graph
 from weft_envsynth.plans import BackendPlan
 from weft_envsynth.schema import schema_programmatic
-from weft_envsynth.state import EnvSynthState
+from weft_envsynth.state import EnvSynthContext, EnvSynthState
 
 
 def _products(spec: MCPSpec) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], BackendPlan]:
@@ -37,10 +37,9 @@ def _faulty(plan: BackendPlan, tool: str, **change: Any) -> dict[str, Any]:
 
 
 def _run(spec: MCPSpec, llm: Any, out: Path, rounds: int = 3) -> EnvSynthState:
-    graph = build_envsynth_graph(llm, rounds=rounds)
-    return EnvSynthState.model_validate(
-        graph.invoke(EnvSynthState(spec=spec, out_dir=str(out), rounds=rounds))
-    )
+    graph = build_envsynth_graph()
+    state = EnvSynthState(spec=spec, out_dir=str(out), rounds=rounds)
+    return EnvSynthState.model_validate(graph.invoke(state, context=EnvSynthContext(llm=llm)))
 
 
 def test_faulty_backend_is_caught_and_repaired_by_the_model(

@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 
+from weft_core.models import RowExists, Verifier
 from weft_megamcp.checkpoints import CheckpointStore, FencingError
 from weft_megamcp.client import MegaMCPClient
 from weft_megamcp.host import MegaMCPHost
@@ -70,7 +71,7 @@ async def test_evicted_frozen_group_still_verifies(client: MegaMCPClient, notes:
     m = notes.mcp_id
     g = await client.create_group(
         [m],
-        verifier={"final": [{"kind": "row_exists", "table": "contact", "where": {"name": "Z"}}]},
+        verifier=Verifier.final([RowExists(table="contact", where={"name": "Z"})]),
     )
     await client.call_tool(g, m, "add_contact", {"name": "Z", "email": "z@x.y"})
     await client.freeze(g)

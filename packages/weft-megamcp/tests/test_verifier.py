@@ -7,24 +7,24 @@ import pytest
 
 from weft_core.models import (
     CallMade,
-    CheckSet,
     DiffContains,
     FieldEquals,
     NoOtherChanges,
     RowExists,
+    Verifier,
     WorkspaceFile,
 )
 from weft_megamcp.client import MegaMCPClient
+from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.host import MegaMCPHost
 from weft_megamcp.registry import MCPRecord
 
 pytestmark = pytest.mark.integration
 
 
-def _final_checks(email: str) -> CheckSet:
-    return CheckSet(
-        name="update-ada",
-        checks=[
+def _final_checks(email: str) -> Verifier:
+    return Verifier.final(
+        [
             FieldEquals(
                 id="email",
                 table="contact",
@@ -44,10 +44,13 @@ def _final_checks(email: str) -> CheckSet:
 
 
 async def test_checks_pass_and_fail_with_reasons(client: MegaMCPClient, notes: MCPRecord):
-    verifier = {
-        "final": _final_checks("ada@new.org"),
-        "step1": [RowExists(id="grace", table="contact", where={"name": "Grace"})],
-    }
+    final = _final_checks("ada@new.org")
+    verifier = final.model_copy(
+        update={
+            "checkpoints": final.checkpoints
+            | {"step1": [RowExists(id="grace", table="contact", where={"name": "Grace"})]}
+        }
+    )
     good = await client.create_group([notes.mcp_id], verifier=verifier, task_id="t-update")
     bad = (await client.fork(good, 1))[0]
     m = notes.mcp_id
@@ -100,22 +103,32 @@ async def test_broken_verifiers_report_errors(client: MegaMCPClient, notes: MCPR
     assert not res.passed and res.error and "boom" in res.error
     g2 = await client.create_group(
         [notes.mcp_id],
-        verifier={"final": [{"kind": "row_exists", "table": "contact", "where": {"nope": 1}}]},
+        verifier=Verifier.final([RowExists(table="contact", where={"nope": 1})]),
     )
     res = await client.verify(g2)
     assert not res.passed
-    g3 = await client.create_group([notes.mcp_id], verifier={"final": [{"kind": "not_a_check"}]})
-    res = await client.verify(g3)
-    assert not res.passed and res.error
-    res = await client.checkpoint_verify(g3, "missing")
-    assert not res.passed and "no checkpoint" in (res.error or "")
+    res = await client.checkpoint_verify(g2, "missing")
+    assert not res.passed and "no checkpoint 'missing'" in (res.error or "")
+    # A malformed verifier is refused at the admin boundary, naming the bad check.
+    with pytest.raises(MegaMCPUserError, match="not_a_check"):
+        await client._req(
+            "POST",
+            "/admin/groups",
+            {
+                "mcps": {notes.mcp_id: None},
+                "verifier": {"checkpoints": {"final": [{"kind": "not_a_check"}]}},
+            },
+        )
+    bad = await client.put_verifier("checks", '{"checkpoints": {"final": [{"kind": "nope"}]}}')
+    res = await client.verify(await client.create_group([notes.mcp_id], verifier=bad))
+    assert not res.passed and "malformed" in (res.error or "")
 
 
 async def test_agents_cannot_reach_the_verifier(
     client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost
 ):
     secret = "SECRET-EXPECTED-EMAIL@x.y"
-    g = await client.create_group([notes.mcp_id], verifier={"final": _final_checks(secret)})
+    g = await client.create_group([notes.mcp_id], verifier=_final_checks(secret))
     s = g.session(notes.mcp_id)
     async with httpx.AsyncClient(
         base_url=host.url, headers={"Authorization": f"Bearer {s.token}"}

@@ -43,3 +43,7 @@ class CheckError(UserError):
 
 class ModelConfigError(UserError):
     """The LLM setting could not be turned into a chat model."""
+
+
+class ModelOutputError(WeftRuntimeError):
+    """A chat model's answer was unusable (not the asked-for object, or no answer at all)."""

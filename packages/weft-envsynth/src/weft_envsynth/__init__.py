@@ -10,12 +10,13 @@ from weft_envsynth.errors import (
 from weft_envsynth.graph import build_envsynth_graph
 from weft_envsynth.loader import create_bundle_server, import_bundle
 from weft_envsynth.pipeline import SynthResult, synthesize_file, synthesize_files, synthesize_spec
-from weft_envsynth.state import EnvSynthState
+from weft_envsynth.state import EnvSynthContext, EnvSynthState
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BundleError",
+    "EnvSynthContext",
     "EnvSynthError",
     "EnvSynthRuntimeError",
     "EnvSynthState",

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from weft_core.models import (
     Entity,
     EntityField,
@@ -516,7 +518,7 @@ def check_analysis(spec: MCPSpec, analysis: Analysis) -> list[str]:
     return problems
 
 
-def analyze(spec: MCPSpec, llm: Any = None) -> tuple[Analysis, list[str]]:
+def analyze(spec: MCPSpec, llm: BaseChatModel | None = None) -> tuple[Analysis, list[str]]:
     """Run the node: the LLM strategy when a model is given (checked, with fallback), else programmatic.
 
     Returns the analysis and notes about what was repaired.
@@ -524,7 +526,7 @@ def analyze(spec: MCPSpec, llm: Any = None) -> tuple[Analysis, list[str]]:
     base = analyze_programmatic(spec)
     if llm is None:
         return base, []
-    from weft_envsynth._internal.llm import ask_structured, spec_digest
+    from weft_envsynth._internal.llm import ask_or_none, spec_digest
 
     prompt = (
         "Analyze this MCP tool set for a stateful environment. Infer the shared business entities "
@@ -532,7 +534,7 @@ def analyze(spec: MCPSpec, llm: Any = None) -> tuple[Analysis, list[str]]:
         "the relations, and for every tool: operation, state kind (database/workspace/stateless), "
         "entity, reads, writes and status transitions.\n\n" + spec_digest(spec)
     )
-    proposed, err = ask_structured(llm, Analysis, prompt)
+    proposed, err = ask_or_none(llm, Analysis, prompt)
     if proposed is None:
         return base, [f"analyze: model output unusable ({err}); used programmatic analysis"]
     problems = check_analysis(spec, proposed)

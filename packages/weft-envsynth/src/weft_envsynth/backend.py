@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
@@ -104,7 +106,7 @@ def backend(
     spec: MCPSpec,
     model: EntityModel,
     contract_set: ContractSet,
-    llm: Any = None,
+    llm: BaseChatModel | None = None,
     *,
     only: set[str] | None = None,
     previous: BackendPlan | None = None,
@@ -115,7 +117,7 @@ def backend(
     kept = {r.tool: r for r in (previous.routes if previous else [])}
     proposed: dict[str, RoutePlan] = {}
     if llm is not None:
-        from weft_envsynth._internal.llm import ask_structured
+        from weft_envsynth._internal.llm import ask_or_none
 
         targets = [c for c in contract_set.contracts if only is None or c.tool in only]
         prompt = (
@@ -130,7 +132,7 @@ def backend(
                 "\nValidation found these runtime or state-access errors; fix them:\n- "
                 + "\n- ".join(feedback[:20])
             )
-        answer, err = ask_structured(llm, BackendPlan, prompt)
+        answer, err = ask_or_none(llm, BackendPlan, prompt)
         if answer is None:
             notes.append(f"backend: model output unusable ({err}); used programmatic routes")
         else:

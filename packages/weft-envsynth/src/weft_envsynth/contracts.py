@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from weft_core.models import (
     ArgMapping,
     ContractSet,
@@ -313,7 +315,7 @@ def contracts(
     spec: MCPSpec,
     analysis: Analysis,
     model: EntityModel,
-    llm: Any = None,
+    llm: BaseChatModel | None = None,
     *,
     only: set[str] | None = None,
     previous: ContractSet | None = None,
@@ -329,7 +331,7 @@ def contracts(
     kept = {c.tool: c for c in (previous.contracts if previous else [])}
     proposed: dict[str, ToolContract] = {}
     if llm is not None:
-        from weft_envsynth._internal.llm import ask_structured
+        from weft_envsynth._internal.llm import ask_or_none
 
         targets = [t for t in spec.tools if only is None or t.name in only]
         prompt = (
@@ -343,7 +345,7 @@ def contracts(
             prompt += "\nValidation found these mapping errors; fix them:\n- " + "\n- ".join(
                 feedback[:20]
             )
-        answer, err = ask_structured(llm, ContractSet, prompt)
+        answer, err = ask_or_none(llm, ContractSet, prompt)
         if answer is None:
             notes.append(f"contracts: model output unusable ({err}); used programmatic contracts")
         else:

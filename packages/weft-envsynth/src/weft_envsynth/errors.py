@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from weft_core.exceptions import UserError, WeftRuntimeError
+from weft_core.exceptions import UserError, WeftError, WeftRuntimeError
 
 
-class EnvSynthError(Exception):
+class EnvSynthError(WeftError):
     """Base of every weft-envsynth exception."""
 
 

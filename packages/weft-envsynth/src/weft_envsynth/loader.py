@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from weft_core.pkgimport import forget_package, import_folder
 from weft_envsynth.errors import BundleError
 
 
@@ -30,19 +31,11 @@ def import_bundle(bundle_dir: str | Path, *, package: str | None = None) -> Modu
         package = f"weft_mcp_{root.name.replace('-', '_').replace('.', '_')}_{digest}"
     if f"{package}.server" in sys.modules:
         return sys.modules[f"{package}.server"]
-    spec = importlib.util.spec_from_file_location(
-        package, root / "__init__.py", submodule_search_locations=[str(root)]
-    )
-    if spec is None or spec.loader is None:
-        raise BundleError(f"{root}: cannot be imported")
-    pkg = importlib.util.module_from_spec(spec)
-    sys.modules[package] = pkg
     try:
-        spec.loader.exec_module(pkg)
+        import_folder(package, root)
         server = importlib.import_module(f"{package}.server")
     except Exception as exc:
-        for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
-            sys.modules.pop(key, None)
+        forget_package(package)
         raise BundleError(
             f"{root}: importing the bundle failed: {type(exc).__name__}: {exc}"
         ) from exc
@@ -50,9 +43,7 @@ def import_bundle(bundle_dir: str | Path, *, package: str | None = None) -> Modu
 
 
 def unload_bundle(server_module: ModuleType) -> None:
-    package = server_module.__name__.rsplit(".", 1)[0]
-    for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
-        sys.modules.pop(key, None)
+    forget_package(server_module.__name__.rsplit(".", 1)[0])
 
 
 def create_bundle_server(bundle_dir: str | Path) -> Any:

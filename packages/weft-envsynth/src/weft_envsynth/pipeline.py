@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import traceback
@@ -10,10 +11,16 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
+from weft_core.llm import model_display_name
 from weft_core.models import MCPSpec
-from weft_envsynth.state import EnvSynthState
+from weft_envsynth.graph import build_envsynth_graph
+from weft_envsynth.state import EnvSynthContext, EnvSynthState
 
 Status = Literal["certified", "partial", "rejected", "failed"]
 
@@ -41,29 +48,32 @@ class SynthResult(BaseModel):
     )
     seconds: float = 0.0
 
+    @property
+    def mcp(self) -> str:
+        """The MCP's name everywhere downstream: the bundle's slug, else the spec file's stem."""
+        return self.slug or Path(self.source).stem
 
-def _model_name(llm: Any) -> str:
-    if llm is None:
-        return "programmatic"
-    return str(
-        getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
-    )
+
+@functools.lru_cache(maxsize=4)
+def _compiled(
+    checkpointer: Checkpointer,
+) -> CompiledStateGraph[EnvSynthState, EnvSynthContext, EnvSynthState, EnvSynthState]:
+    """One compiled graph per checkpointer (the model varies per run, through the context)."""
+    return build_envsynth_graph(checkpointer=checkpointer)
 
 
 def synthesize_spec(
     spec: MCPSpec,
     out_dir: str | Path,
     *,
-    llm: Any = None,
+    llm: BaseChatModel | None = None,
     rounds: int = 3,
     bundle_name: str | None = None,
     source: str | None = None,
-    checkpointer: Any = None,
+    checkpointer: Checkpointer = None,
     thread_id: str | None = None,
 ) -> SynthResult:
     """Run the whole graph on one spec and summarize the outcome."""
-    from weft_envsynth.graph import build_envsynth_graph
-
     t0 = time.perf_counter()
     out = Path(out_dir)
     previous = out / (bundle_name or spec.slug)
@@ -71,15 +81,17 @@ def synthesize_spec(
         spec=spec,
         out_dir=str(out),
         rounds=rounds,
-        strategy=_model_name(llm),
+        strategy=model_display_name(llm),
         previous_bundle=str(previous) if (previous / "manifest.json").exists() else None,
         bundle_name=bundle_name,
     )
-    graph = build_envsynth_graph(llm, rounds=rounds, checkpointer=checkpointer)
-    config: dict[str, Any] = {"recursion_limit": 20 + 6 * rounds}
+    graph = _compiled(checkpointer)
+    config: RunnableConfig = {"recursion_limit": 20 + 6 * rounds}
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or spec.slug}
-    final = EnvSynthState.model_validate(graph.invoke(state, config=config))
+    final = EnvSynthState.model_validate(
+        graph.invoke(state, config=config, context=EnvSynthContext(llm=llm))
+    )
     src = source or spec.source or spec.name
     if final.error is not None or final.manifest is None:
         return SynthResult(

@@ -7,7 +7,7 @@ contracts will need; otherwise the programmatic schema is used.
 
 from __future__ import annotations
 
-from typing import Any
+from langchain_core.language_models import BaseChatModel
 
 from weft_core.models import EntityModel, MCPSpec
 from weft_envsynth._internal import words as W
@@ -76,12 +76,15 @@ def check_schema(model: EntityModel, analysis: Analysis | None = None) -> list[s
 
 
 def schema(
-    spec: MCPSpec, analysis: Analysis, llm: Any = None, feedback: list[str] | None = None
+    spec: MCPSpec,
+    analysis: Analysis,
+    llm: BaseChatModel | None = None,
+    feedback: list[str] | None = None,
 ) -> tuple[EntityModel, list[str]]:
     base = schema_programmatic(spec, analysis)
     if llm is None:
         return base, []
-    from weft_envsynth._internal.llm import ask_structured
+    from weft_envsynth._internal.llm import ask_or_none
 
     prompt = (
         "Write the shared database schema (an EntityModel: entities with typed fields, one primary key "
@@ -92,7 +95,7 @@ def schema(
         prompt += "Validation found these structural errors; fix them:\n- " + "\n- ".join(
             feedback[:20]
         )
-    proposed, err = ask_structured(llm, EntityModel, prompt)
+    proposed, err = ask_or_none(llm, EntityModel, prompt)
     if proposed is None:
         return base, [f"schema: model output unusable ({err}); used programmatic schema"]
     proposed = proposed.model_copy(update={"mcp": spec.slug})

@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
+from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
 from weft_core.models import ContractSet, EntityModel, EnvBundleManifest, MCPSpec
 from weft_envsynth.plans import Analysis, BackendPlan, SeedPlan, ValidationReport
 
 Stage = Literal["schema", "contracts", "backend"]
+
+
+@dataclass(frozen=True)
+class EnvSynthContext:
+    """What a run of the graph depends on but does not store (LangGraph `context_schema`)."""
+
+    llm: BaseChatModel | None = None
+    """Any LangChain chat model for the LLM strategies; None runs the programmatic ones."""
+
+
+class Revision(BaseModel):
+    """What the next revision redoes (decided by the validate node; routers only read it)."""
+
+    target: Stage
+    redo: list[str] = Field(default_factory=list, description="Tools to regenerate.")
+    feedback: list[str] = Field(default_factory=list, description="Failures handed to the stage.")
 
 
 class EnvSynthState(BaseModel):
@@ -44,8 +63,8 @@ class EnvSynthState(BaseModel):
     backend: BackendPlan | None = None
     seed: SeedPlan | None = None
     report: ValidationReport | None = None
-    history: list[ValidationReport] = Field(
-        default_factory=list, description="Every earlier validation report."
+    history: Annotated[list[ValidationReport], operator.add] = Field(
+        default_factory=list, description="Every earlier validation report (appended to)."
     )
     revise_target: Stage | None = None
     redo: list[str] = Field(default_factory=list, description="Tools the next stage regenerates.")
@@ -59,7 +78,12 @@ class EnvSynthState(BaseModel):
         default_factory=list,
         description="Tools whose contract and route were regenerated programmatically.",
     )
-    notes: list[str] = Field(default_factory=list)
+    notes: Annotated[list[str], operator.add] = Field(
+        default_factory=list, description="What each node decided (nodes append to it)."
+    )
+    next_revision: Revision | None = Field(
+        default=None, description="Set by validate when another revision round will run."
+    )
     build_error: str | None = Field(
         default=None, description="Why writing the bundle sources failed."
     )

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from weft_core.binding import SessionBinding, bind_session, release_session
 from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
@@ -33,6 +33,9 @@ from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth.errors import BundleError
 from weft_envsynth.loader import import_bundle, unload_bundle
 from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
+
+if TYPE_CHECKING:  # fastmcp is imported where a server is validated, not at import
+    from fastmcp import Client
 
 _ORDER = {
     "read": 0,
@@ -68,7 +71,7 @@ class _Validator(WorkspaceChecks, CallGenerator):
         spec: MCPSpec,
         model: EntityModel,
         contracts: ContractSet,
-        client: Any,
+        client: Client[Any],
         db: Path,
         ws: Path,
     ) -> None:

@@ -24,6 +24,8 @@ _EXPORTS = {
     "VerificationResult": "weft_megamcp.models",
     "MCPRecord": "weft_megamcp.registry",
     "MegaMCPSettings": "weft_megamcp.settings",
+    "GroupService": "weft_megamcp.service",
+    "GroupRef": "weft_megamcp.service",
     "load_settings": "weft_megamcp.settings",
 }
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from weft_core.binding import SessionBinding
-from weft_core.models import atomic_write_text
+from weft_core.models import Verifier, atomic_write_text
 from weft_megamcp.ledger import SessionLedger
 from weft_megamcp.models import GroupStatus, RuntimeState
 from weft_megamcp.registry import MCPKind
@@ -147,7 +147,7 @@ class HostedGroup:
     sessions: dict[str, HostedSession]
     status: GroupStatus = GroupStatus.ACTIVE
     runtime: RuntimeState = RuntimeState.LOADED
-    verifier: dict[str, Any] | str | None = None
+    verifier: Verifier | str | None = None
     bindings: dict[str, Any] = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
     last_used: float = field(default_factory=time.monotonic)
@@ -163,7 +163,9 @@ class HostedGroup:
             "task_id": self.task_id,
             "status": str(self.status),
             "runtime": str(self.runtime),
-            "verifier": self.verifier,
+            "verifier": self.verifier.model_dump(mode="json")
+            if isinstance(self.verifier, Verifier)
+            else self.verifier,
             "bindings": self.bindings,
             "created_at": self.created_at,
             "checkpoint_key": self.checkpoint_key,
@@ -187,8 +189,13 @@ class HostedGroup:
             sessions=sessions,
             status=GroupStatus(data["status"]),
             runtime=RuntimeState(data.get("runtime", "loaded")),
-            verifier=data.get("verifier"),
+            verifier=_verifier_of(data.get("verifier")),
             bindings=data.get("bindings") or {},
             created_at=float(data.get("created_at", time.time())),
             checkpoint_key=data.get("checkpoint_key"),
         )
+
+
+def _verifier_of(raw: Any) -> Verifier | str | None:
+    """A group.json's verifier: a registered verifier id, or a Verifier in its JSON form."""
+    return raw if raw is None or isinstance(raw, str) else Verifier.model_validate(raw)

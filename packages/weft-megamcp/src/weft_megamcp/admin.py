@@ -7,7 +7,7 @@ reachable here.
 from __future__ import annotations
 
 import hmac
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -17,6 +17,7 @@ from weft_core.exceptions import UserError, WeftRuntimeError
 from weft_megamcp.batch import run_batch, run_group
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import AuthError, GroupStateError, NotFoundError
+from weft_megamcp.groups import GroupManager
 from weft_megamcp.models import (
     BatchRequest,
     BatchResult,
@@ -26,10 +27,9 @@ from weft_megamcp.models import (
     RunRequest,
     VerificationResult,
 )
-from weft_megamcp.registry import MCPRecord, SnapshotRecord, VerifierRecord
-
-if TYPE_CHECKING:
-    from weft_megamcp.app import HostCore
+from weft_megamcp.recovery import SessionRecovery
+from weft_megamcp.registry import MCPRecord, Registry, SnapshotRecord, VerifierRecord
+from weft_megamcp.settings import MegaMCPSettings
 
 
 class RegisterRequest(BaseModel):
@@ -62,7 +62,33 @@ class VerifyRequest(BaseModel):
     checkpoint: str | None = None
 
 
-def build_admin(core: HostCore) -> FastAPI:
+class AdminCore(Protocol):
+    """What the admin API serves from (the host's `HostCore`): its stores and group manager, and
+    the operations that span them. Every method may raise a MegaMCP user or runtime error; the
+    API maps them to 4xx / 5xx answers."""
+
+    admin_token: str
+    settings: MegaMCPSettings
+    registry: Registry
+    manager: GroupManager
+    recovery: SessionRecovery
+
+    async def register(self, req: RegisterRequest) -> MCPRecord: ...
+
+    async def create_group(self, req: CreateGroupRequest) -> GroupHandle: ...
+
+    async def evict(self, group_id: str) -> None: ...
+
+    async def adopt(self, group_id: str, *, replay_metrics: bool = False) -> None: ...
+
+    def health(self) -> dict[str, Any]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def metrics_text(self) -> str: ...
+
+
+def build_admin(core: AdminCore) -> FastAPI:
     def require_admin(request: Request) -> None:
         token = bearer(request.headers)
         if token is None or not hmac.compare_digest(token, core.admin_token):

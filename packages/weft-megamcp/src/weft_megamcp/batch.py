@@ -10,13 +10,14 @@ server-side), in order, in one request.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import mcp_types as mt
 from fastmcp.exceptions import ToolError
 
 from weft_core.exceptions import UserError, WeftRuntimeError
 from weft_megamcp._session import HostedGroup
+from weft_megamcp.groups import GroupManager
 from weft_megamcp.models import (
     BatchOp,
     BatchRequest,
@@ -24,12 +25,21 @@ from weft_megamcp.models import (
     BatchStep,
     CallOp,
     CallResult,
+    CreateGroupRequest,
     FreezeOp,
+    GroupHandle,
     RunRequest,
 )
+from weft_megamcp.settings import MegaMCPSettings
 
-if TYPE_CHECKING:
-    from weft_megamcp.app import HostCore
+
+class HostCore(Protocol):
+    """What a batch runs against (the host's core, as the admin API holds it)."""
+
+    settings: MegaMCPSettings
+    manager: GroupManager
+
+    async def create_group(self, req: CreateGroupRequest) -> GroupHandle: ...
 
 
 async def _call(core: HostCore, group: HostedGroup, op: CallOp) -> BatchStep:

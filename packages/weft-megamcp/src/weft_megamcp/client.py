@@ -23,12 +23,13 @@ import mcp_types as mt
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from weft_core.models import CheckSet, LedgerEntry
+from weft_core.models import LedgerEntry, Verifier
 from weft_megamcp.exceptions import (
     AuthError,
     GroupStateError,
     MegaMCPRuntimeError,
     MegaMCPUserError,
+    MissingExtraError,
     NotFoundError,
 )
 from weft_megamcp.models import (
@@ -43,8 +44,7 @@ from weft_megamcp.models import (
     VerificationResult,
 )
 from weft_megamcp.registry import MCPRecord
-
-GroupRef = GroupHandle | str
+from weft_megamcp.service import GroupRef, GroupService
 
 
 @functools.cache
@@ -56,26 +56,6 @@ def _ssl_context() -> ssl.SSLContext:
 
 def _gid(group: GroupRef) -> str:
     return group.group_id if isinstance(group, GroupHandle) else group
-
-
-def _verifier_json(verifier: Any) -> Any:
-    if verifier is None or isinstance(verifier, str):
-        return verifier
-    if isinstance(verifier, CheckSet):
-        return {"final": verifier.model_dump(mode="json")}
-    if isinstance(verifier, dict):
-        out: dict[str, Any] = {}
-        for k, v in verifier.items():
-            if isinstance(v, CheckSet):
-                out[k] = v.model_dump(mode="json")
-            elif isinstance(v, list):
-                out[k] = [c.model_dump(mode="json") if hasattr(c, "model_dump") else c for c in v]
-            else:
-                out[k] = v
-        return out
-    raise MegaMCPUserError(
-        f"verifier must be a CheckSet, a dict of checkpoints or a verifier id, not {type(verifier).__name__}"
-    )
 
 
 class MegaMCPClient:
@@ -159,11 +139,9 @@ class MegaMCPClient:
         )
         return str(data["uri"])
 
-    async def put_verifier(self, kind: str, content: str | CheckSet | dict[str, Any]) -> str:
-        """Store a verifier ('checks': {checkpoint: CheckSet}; 'python': source); returns its id."""
-        import json
-
-        text = content if isinstance(content, str) else json.dumps(_verifier_json(content))
+    async def put_verifier(self, kind: str, content: str | Verifier) -> str:
+        """Store a verifier ('checks': a Verifier; 'python': source); returns its id."""
+        text = content if isinstance(content, str) else content.model_dump_json()
         return str(
             (await self._req("POST", "/admin/verifiers", {"kind": kind, "content": text}))[
                 "verifier_id"
@@ -175,14 +153,17 @@ class MegaMCPClient:
     async def create_group(
         self,
         mcps: dict[str, str | None] | list[str],
-        verifier: Any = None,
+        verifier: Verifier | str | None = None,
         task_id: str | None = None,
         bindings: dict[str, Any] | None = None,
     ) -> GroupHandle:
-        """One private session per MCP ('id' or 'id@version'), each from its snapshot URI or seed."""
+        """One private session per MCP ('id' or 'id@version'), each from its snapshot URI or seed;
+        `verifier` is a Verifier or a registered verifier's id, `bindings` add to its bindings."""
         body = {
             "mcps": {m: None for m in mcps} if isinstance(mcps, list) else mcps,
-            "verifier": _verifier_json(verifier),
+            "verifier": verifier.model_dump(mode="json")
+            if isinstance(verifier, Verifier)
+            else verifier,
             "task_id": task_id,
             "bindings": bindings or {},
         }
@@ -259,7 +240,7 @@ class MegaMCPClient:
         mcps: dict[str, str | None] | list[str],
         ops: list[BatchOp],
         *,
-        verifier: Any = None,
+        verifier: Verifier | str | None = None,
         task_id: str | None = None,
         bindings: dict[str, Any] | None = None,
         stop_on_error: bool = True,
@@ -268,7 +249,7 @@ class MegaMCPClient:
         """Create a group, run `ops` on it and close it (unless `close=False`): one request."""
         create = CreateGroupRequest(
             mcps={m: None for m in mcps} if isinstance(mcps, list) else mcps,
-            verifier=_verifier_json(verifier),
+            verifier=verifier,
             task_id=task_id,
             bindings=bindings or {},
         )
@@ -346,8 +327,23 @@ class MegaMCPClient:
     async def langchain_tools(self, group: GroupHandle) -> list[Any]:
         """LangChain tools over every session of the group (langchain.mcp.MCPAdapter)."""
         from fastmcp.client.group import ClientGroup
-        from langchain.mcp import MCPAdapter
 
+        MCPAdapter = langchain_mcp_adapter()
         clients = {m: self.session_client(s) for m, s in group.sessions.items()}
         target: Any = next(iter(clients.values())) if len(clients) == 1 else ClientGroup(clients)
         return list(await MCPAdapter(target).list_tools())
+
+
+def langchain_mcp_adapter() -> Any:
+    """`langchain.mcp.MCPAdapter`, which only the `[langchain]` extra installs."""
+    try:
+        from langchain.mcp import MCPAdapter
+    except ImportError as exc:
+        raise MissingExtraError(
+            "LangChain tools need the langchain extra: pip install 'weft-megamcp[langchain]'"
+        ) from exc
+    return MCPAdapter
+
+
+def _implements(client: MegaMCPClient) -> GroupService:
+    return client  # mypy checks here that MegaMCPClient satisfies the GroupService protocol

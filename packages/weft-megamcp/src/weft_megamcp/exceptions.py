@@ -17,6 +17,10 @@ class MegaMCPRuntimeError(WeftRuntimeError):
     """MegaMCP failed while doing valid work."""
 
 
+class MissingExtraError(MegaMCPUserError):
+    """A feature needs an optional dependency group (an extra) that is not installed."""
+
+
 class NotFoundError(MegaMCPUserError):
     """An MCP, version, snapshot, group or session does not exist."""
 

@@ -15,7 +15,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
@@ -28,7 +28,7 @@ from fastmcp.exceptions import ValidationError as FastMCPValidationError
 from fastmcp.tools.base import Tool, ToolResult
 from pydantic import ValidationError as PydanticValidationError
 
-from weft_core.models import ErrorKind, LedgerEntry
+from weft_core.models import FINAL_CHECKPOINT, ErrorKind, LedgerEntry
 from weft_megamcp._session import (
     DB_NAME,
     GROUP_FILE,
@@ -53,7 +53,7 @@ from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer
 from weft_megamcp.session_sqlite import apply_to_sessions_under
 from weft_megamcp.stdio_runtime import CommandRuntime
-from weft_megamcp.verifier import FINAL, run_verifier
+from weft_megamcp.verifier import run_verifier
 
 log = logging.getLogger("weft_megamcp.groups")
 
@@ -276,10 +276,8 @@ class GroupManager:
         arguments = arguments or {}
         if not isinstance(arguments, dict):
             raise ToolError("arguments must be a JSON object")
-        await self._ensure_loaded(group)
-        group.touch()
         runtime = self.runtime(session)
-        async with session.lock:
+        async with self._serving(group, session):
             if group.status != GroupStatus.ACTIVE:
                 raise ToolError(
                     f"this session's group is {group.status}; no tool calls are accepted"
@@ -612,13 +610,50 @@ class GroupManager:
 
     # ---- idle management ----------------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def idle_transition(
+        self, group: HostedGroup, *from_states: RuntimeState
+    ) -> AsyncIterator[bool]:
+        """Hold the group for a change of `runtime` (offload, evict): yields False (and holds
+        nothing more) unless the group is in one of `from_states`; else holds it so no reload,
+        other transition or tool call interleaves, releases every session's runtime, yields True.
+
+        A transition awaits I/O midway (checkpoint upload, metadata pack); without this lock a
+        call arriving then saw the new state early and reloaded files the transition was about to
+        delete, or ran a tool on a DB being removed.
+        """
+        async with group.reload_lock:
+            if group.runtime not in from_states:
+                yield False
+                return
+            async with await self._quiesce(group):
+                yield True
+
+    @contextlib.asynccontextmanager
+    async def _serving(self, group: HostedGroup, session: HostedSession) -> AsyncIterator[None]:
+        """Hold `session.lock` on a loaded group: a transition that won the lock first is undone."""
+        while True:
+            await self._ensure_loaded(group)
+            group.touch()
+            await session.lock.acquire()
+            if group.runtime == RuntimeState.LOADED:
+                break
+            session.lock.release()
+        try:
+            yield
+        finally:
+            session.lock.release()
+
     async def offload(self, group_id: str) -> None:
         """Drop a group's runtime (engines, session processes); sessions, tokens and files stay."""
         group = self.get(group_id)
         if group.runtime != RuntimeState.LOADED:
             return
-        async with await self._quiesce(group):
-            group.runtime = RuntimeState.OFFLOADED
+        async with self.idle_transition(group, RuntimeState.LOADED) as holding:
+            if holding:
+                group.runtime = RuntimeState.OFFLOADED
+        if not holding:
+            return
         in_use = {
             (s.mcp_id, s.version)
             for g in self.groups.values()
@@ -635,6 +670,8 @@ class GroupManager:
             await self._reload(group)
 
     async def _reload(self, group: HostedGroup) -> None:
+        if group.runtime == RuntimeState.LOADED:  # a caller queued on the lock before us did it
+            return
         if group.runtime == RuntimeState.EVICTED:
             if self.reload_hook is None:
                 raise GroupStateError(
@@ -660,7 +697,7 @@ class GroupManager:
         await self._ensure_loaded(group)
         finals = {m: s.final_db for m, s in group.sessions.items() if s.final_db.exists()}
         return await run_verifier(
-            group, self.registry, FINAL, finals, frozen=True, timeout_s=timeout_s
+            group, self.registry, FINAL_CHECKPOINT, finals, frozen=True, timeout_s=timeout_s
         )
 
     async def checkpoint_verify(

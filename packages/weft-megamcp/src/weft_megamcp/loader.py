@@ -18,6 +18,7 @@ from types import ModuleType
 
 from fastmcp import FastMCP
 
+from weft_core.pkgimport import forget_package, import_folder
 from weft_megamcp.exceptions import ModuleLoadError
 
 _lock = threading.RLock()
@@ -30,31 +31,6 @@ def package_name(mcp_id: str, version: int, tag: str = "") -> str:
     """Unique per MCP, version and (via `tag`, a source-hash prefix) content."""
     base = f"weft_mcp_{re.sub(r'[^0-9a-zA-Z_]', '_', mcp_id)}_v{version}"
     return f"{base}_{tag}" if tag else base
-
-
-def _import_package(name: str, folder: Path) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    init = folder / "__init__.py"
-    if init.exists():
-        spec = importlib.util.spec_from_file_location(
-            name, init, submodule_search_locations=[str(folder)]
-        )
-    else:
-        spec = importlib.util.spec_from_loader(name, loader=None, is_package=True)
-    if spec is None:
-        raise ModuleLoadError(f"cannot build an import spec for {folder.name}")
-    module = importlib.util.module_from_spec(spec)
-    if not init.exists():
-        module.__path__ = [str(folder)]
-    sys.modules[name] = module
-    try:
-        if spec.loader is not None:
-            spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
 
 
 def find_server(module: ModuleType) -> FastMCP:
@@ -86,7 +62,7 @@ def load_server(
         if pkg in _servers:
             return _servers[pkg], pkg
         try:
-            _import_package(pkg, folder)
+            import_folder(pkg, folder)
             module = (
                 importlib.import_module(f"{pkg}.{entry}")
                 if entry != "__init__"
@@ -124,8 +100,7 @@ def loaded(pkg: str) -> FastMCP | None:
 
 def _forget(pkg: str) -> None:
     _servers.pop(pkg, None)
-    for name in [n for n in sys.modules if n == pkg or n.startswith(pkg + ".")]:
-        del sys.modules[name]
+    forget_package(pkg)
 
 
 def unload(pkg: str) -> None:

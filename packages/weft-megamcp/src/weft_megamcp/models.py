@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from weft_core.models import CheckOutcome
+from weft_core.models import CheckOutcome, Verifier
 
 
 class GroupStatus(StrEnum):
@@ -85,9 +85,9 @@ class CreateGroupRequest(BaseModel):
     mcps: dict[str, str | None] = Field(
         description="MCP id (optionally 'id@version') -> initial snapshot URI, or None for the seed."
     )
-    verifier: dict[str, Any] | str | None = Field(
+    verifier: Verifier | str | None = Field(
         default=None,
-        description="Checks per checkpoint {checkpoint: CheckSet JSON | [Check]}, or a registered verifier id.",
+        description="The task's verifier (checks per checkpoint, bindings), or a registered verifier id.",
     )
     task_id: str | None = None
     bindings: dict[str, Any] = Field(

@@ -273,8 +273,9 @@ class SessionRecovery:
         group = m.get(group_id)
         if group.runtime == RuntimeState.EVICTED:
             return
-        await m._ensure_loaded(group)
-        async with await m._quiesce(group):
+        async with m.idle_transition(group, RuntimeState.LOADED, RuntimeState.OFFLOADED) as holding:
+            if not holding:
+                return
             for s in group.sessions.values():
                 await self._settle(s.session_id)
                 if s.state_version > 0:

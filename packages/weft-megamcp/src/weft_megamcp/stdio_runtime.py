@@ -10,47 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Any
 
 import mcp_types as mt
 from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import NotFoundError as FastMCPNotFound
 from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import Tool, ToolResult
 
 from weft_megamcp._session import HostedSession
 from weft_megamcp.registry import MCPKind, MCPRecord, Registry
-
-_SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
-
-
-def _transport(argv: list[str], env: dict[str, str], cwd: Path, db: Path | None) -> StdioTransport:
-    # Only a minimal environment reaches third-party servers: no host credentials.
-    base = {k: os.environ[k] for k in _SAFE_ENV if k in os.environ}
-    base.update(env)
-    base["WEFT_WORKSPACE"] = str(cwd)
-    if db is not None:
-        base["WEFT_DB_PATH"] = str(db)
-    return StdioTransport(
-        command=argv[0],
-        args=argv[1:],
-        env=base,
-        cwd=str(cwd),
-        keep_alive=False,
-        log_file=cwd.parent / "server.log",
-    )
-
-
-async def list_command_tools(argv: list[str], env: dict[str, str], cwd: Path) -> list[mt.Tool]:
-    ws = cwd / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    async with Client(_transport(argv, env, ws, None)) as client:
-        return list(await client.list_tools())
+from weft_megamcp.stdio_transport import command_transport
 
 
 class _Proc:
@@ -100,7 +72,9 @@ class CommandRuntime:
                 ]
                 env = {}
             stack = AsyncExitStack()
-            client: Client[Any] = Client(_transport(argv, env, session.workspace, session.db_path))
+            client: Client[Any] = Client(
+                command_transport(argv, env, session.workspace, session.db_path)
+            )
             await stack.enter_async_context(client)
             proc = _Proc(client, stack)
             self._procs[session.session_id] = proc

@@ -15,29 +15,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from weft_core.checks import evaluate, evidence_from_paths
 from weft_core.exceptions import CheckError, UserError
-from weft_core.models import CheckOutcome, CheckSet
+from weft_core.models import Check, CheckOutcome, Verifier
 from weft_megamcp._session import HostedGroup
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.models import VerificationResult
 from weft_megamcp.registry import Registry
-
-FINAL = "final"
-
-
-def _checks_for(spec: Any, checkpoint: str) -> tuple[list[Any], dict[str, Any]]:
-    """(checks, bindings) for `checkpoint` from {checkpoint: CheckSet | [check]}."""
-    if isinstance(spec, dict) and "checks" in spec and checkpoint == FINAL and "kind" not in spec:
-        spec = {FINAL: spec}  # a bare CheckSet means the final checkpoint
-    if not isinstance(spec, dict) or checkpoint not in spec:
-        known = sorted(spec) if isinstance(spec, dict) else []
-        raise MegaMCPUserError(f"the verifier has no checkpoint {checkpoint!r} (has: {known})")
-    item = spec[checkpoint]
-    if isinstance(item, list):
-        return item, {}
-    cs = CheckSet.model_validate(item)
-    return list(cs.checks), dict(cs.bindings)
 
 
 def _paths(
@@ -56,7 +42,7 @@ def _paths(
 
 
 def evaluate_checks(
-    checks: list[Any],
+    checks: list[Check],
     bindings: dict[str, Any],
     paths: dict[str, dict[str, str | None]],
     *,
@@ -89,26 +75,29 @@ async def run_verifier(
     if spec is None:
         raise MegaMCPUserError(f"group {group.group_id} carries no verifier")
     paths = _paths(group, registry, final_dbs)
-    kind = "checks"
-    if isinstance(spec, str):
-        kind, content = registry.get_verifier(spec)
-        if kind == "checks":
-            spec = json.loads(content)
     try:
-        if kind == "checks":
-            checks, cs_bindings = _checks_for(spec, checkpoint)
-            bindings = {**cs_bindings, **group.bindings}
-            outcomes = await asyncio.to_thread(
-                evaluate_checks, checks, bindings, paths, frozen=frozen
-            )
-            passed = all(o.passed for o in outcomes)
-            return VerificationResult(
-                checkpoint=checkpoint,
-                outcomes=outcomes,
-                reward=1.0 if passed else 0.0,
-                passed=passed,
-            )
-        return await _run_python(content, checkpoint, group.bindings, paths, frozen, timeout_s)
+        if isinstance(spec, str):
+            kind, content = registry.get_verifier(spec)
+            if kind != "checks":
+                return await _run_python(
+                    content, checkpoint, group.bindings, paths, frozen, timeout_s
+                )
+            try:
+                spec = Verifier.model_validate_json(content)
+            except ValidationError as exc:
+                raise CheckError(
+                    f"registered verifier {group.verifier!r} is malformed: {exc}"
+                ) from exc
+        checks = spec.checks_at(checkpoint)
+        bindings = {**spec.bindings, **group.bindings}
+        outcomes = await asyncio.to_thread(evaluate_checks, checks, bindings, paths, frozen=frozen)
+        passed = all(o.passed for o in outcomes)
+        return VerificationResult(
+            checkpoint=checkpoint,
+            outcomes=outcomes,
+            reward=1.0 if passed else 0.0,
+            passed=passed,
+        )
     except (CheckError, UserError) as exc:
         return VerificationResult(
             checkpoint=checkpoint, outcomes=[], reward=0.0, passed=False, error=str(exc)

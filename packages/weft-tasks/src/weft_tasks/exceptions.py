@@ -35,9 +35,5 @@ class TasksRuntimeError(TasksError, WeftRuntimeError):
     """Valid work failed for a reason outside the caller's input."""
 
 
-class LLMOutputError(TasksRuntimeError):
-    """A chat model did not produce a parseable, valid structured answer after its retries."""
-
-
 class ExecutionError(TasksRuntimeError):
     """Running reference calls against MegaMCP failed for an infrastructure reason."""

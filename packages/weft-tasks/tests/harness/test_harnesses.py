@@ -8,6 +8,7 @@ from langchain_core.messages import AIMessage
 
 from weft_core.models import Disclosure
 from weft_core.testing import tool_call_message
+from weft_tasks.atomic.execution import TemplateError, render
 from weft_tasks.harness import (
     Harness,
     HarnessConfigError,
@@ -17,7 +18,6 @@ from weft_tasks.harness import (
     ReActHarness,
     ReferenceChainTeacher,
     SubprocessHarness,
-    render_arguments,
 )
 from weft_tasks.views import SimUser, build_view, sample_persona
 
@@ -45,10 +45,12 @@ def test_harnesses_satisfy_the_protocol(scripted):
 
 def test_templates_keep_types_and_fill_strings():
     scope = {"customer_id": 1, "customer": {"email": "a@b"}}
-    assert render_arguments({"id": "{{customer_id}}"}, scope) == {"id": 1}
-    assert render_arguments({"q": "mail {{customer.email}}!"}, scope) == {"q": "mail a@b!"}
-    with pytest.raises(KeyError):
-        render_arguments({"x": "{{missing}}"}, scope)
+    assert render({"id": "{{customer_id}}"}, scope) == {"id": 1}
+    assert render({"q": "mail {{customer.email}}!"}, scope) == {"q": "mail a@b!"}
+    assert render(["{{customer.email}}"], {"customer.email": "flat"}) == ["flat"]  # exact first
+    with pytest.raises(TemplateError, match="missing") as err:
+        render({"x": "{{missing}}"}, scope)
+    assert err.value.name == "missing"
 
 
 async def test_teacher_solves_the_task_in_agentic_mode(graph, endpoints):

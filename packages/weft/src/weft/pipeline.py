@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -19,13 +18,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+
 from weft.config import PipelineConfig
 from weft.errors import ConfigError, StageError
-from weft.stages import StageStore, file_hash
+from weft.stages import AtomicRecord, ComposeRecord, RolloutsRecord, StageStore, file_hash
 from weft.summary import MCPRow, PipelineSummary, RolloutRow
 from weft_core.console import get_console
 from weft_core.exceptions import WeftError
-from weft_core.models import TaskGraph
+from weft_core.models import EnvBundleManifest, TaskGraph
+from weft_envsynth.pipeline import SynthResult, synthesize_file
+from weft_megamcp.service import GroupService
+from weft_tasks.atomic.megamcp import Registrar
 
 ENVS, ATOMIC, COMPOSE, ROLLOUTS, SFT = "envs", "atomic", "compose", "rollouts", "sft"
 MODEL_CALLS = "model-calls.jsonl"  # every model call of a run, for `weft run --replay`
@@ -58,19 +62,15 @@ async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
 
 def _synth_one(
     spec: str, folder: str, model: str | None, rounds: int, calls: str | None, replay: bool
-) -> dict[str, Any]:
+) -> SynthResult:
     """One spec in a worker; its model calls are recorded to (or replayed from) `calls`."""
-    from weft_envsynth.pipeline import synthesize_file
-
     llm: Any = None
     if model and calls:
         from weft_core.llm import RecordingChatModel, ReplayChatModel, make_chat_model
 
         inner = None if replay else make_chat_model(model)
         llm = ReplayChatModel(calls) if inner is None else RecordingChatModel(inner, calls)
-    return synthesize_file(spec, folder, model=model, rounds=rounds, llm=llm).model_dump(
-        mode="json"
-    )
+    return synthesize_file(spec, folder, model=model, rounds=rounds, llm=llm)
 
 
 async def stage_envs(
@@ -79,16 +79,16 @@ async def stage_envs(
     model: str | None,
     calls: Path | None = None,
     replay: bool = False,
-) -> tuple[list[dict[str, Any]], str]:
+) -> tuple[list[SynthResult], str]:
     """One EnvBundle per spec file; returns the synthesis results (with bundle paths)."""
     specs = config.spec_files()
-    results: list[dict[str, Any] | None] = [None] * len(specs)
+    results: list[SynthResult | None] = [None] * len(specs)
     todo: list[tuple[int, Path, str]] = []
     for i, spec in enumerate(specs):
         key = store.key(
             ENVS, {"spec": file_hash(spec), "rounds": config.envsynth.rounds, "model": model}
         )
-        done = store.done(ENVS, key)
+        done = store.done(ENVS, key, SynthResult)
         if done is not None:
             results[i] = done
         else:
@@ -135,18 +135,16 @@ async def stage_envs(
     return [r for r in results if r is not None], state
 
 
-def _relocatable_synth(rec: dict[str, Any], out: Path) -> dict[str, Any]:
+def _relocatable_synth(rec: SynthResult, out: Path) -> SynthResult:
     """A synthesis result as a stage record: the bundle as a corpus-relative URI, the spec as
     its file name (it lies outside the corpus, and where it was read from is not content)."""
     from weft_core.models.spec import source_label
     from weft_core.refs import corpus_ref
 
-    rec = dict(rec)
-    if rec.get("bundle"):
-        rec["bundle"] = corpus_ref(rec["bundle"], out)
-    if rec.get("source"):
-        rec["source"] = source_label(str(rec["source"]))
-    return rec
+    update: dict[str, Any] = {"source": source_label(rec.source)}
+    if rec.bundle:
+        update["bundle"] = corpus_ref(rec.bundle, out)
+    return rec.model_copy(update=update)
 
 
 def record_path(ref: str, out: Path) -> Path:
@@ -163,11 +161,12 @@ def record_path(ref: str, out: Path) -> Path:
 async def stage_atomic(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     bundles: list[Path],
-    llm: Any,
+    llm: BaseChatModel | None,
     model: str | None,
-) -> tuple[list[Path], dict[str, dict[str, Any]], str]:
+    registrar: Registrar,
+) -> tuple[list[Path], dict[str, AtomicRecord], str]:
     """A certified atomic-task library per bundle (Algorithm 1 through MegaMCP). A bundle with
     no certifiable task is recorded with its reason and the others go on."""
     from weft_core.refs import corpus_ref
@@ -181,43 +180,39 @@ async def stage_atomic(
         concurrency=config.rollouts.concurrency,
     )
     libraries: list[Path] = []
-    stats: dict[str, dict[str, Any]] = {}
+    stats: dict[str, AtomicRecord] = {}
     ran = 0
     for bundle_dir in bundles:
-        manifest = json.loads((bundle_dir / "manifest.json").read_text(encoding="utf-8"))
+        manifest = EnvBundleManifest.load(bundle_dir / "manifest.json")
         key = store.key(
             ATOMIC,
             {
-                "bundle": manifest.get("content_hash") or file_hash(bundle_dir / "manifest.json"),
+                "bundle": manifest.content_hash or file_hash(bundle_dir / "manifest.json"),
                 "budget": config.tasks.budget,
                 "model": model,
                 "seed": config.pipeline.seed,
             },
         )
-        done = store.done(ATOMIC, key)
+        done = store.done(ATOMIC, key, AtomicRecord)
         if done is None:
             ran += 1
             folder = store.begin(ATOMIC, key)
             try:
-                lib = await certify_bundle(bundle_dir, client, folder, llm=llm, settings=settings)
-                record = {
-                    "mcp": lib.mcp,
-                    "library": corpus_ref(folder / lib.mcp, config.out_dir),
-                    "tasks": len(lib.tasks),
-                    "coverage": float(lib.manifest.coverage),
-                }
+                lib = await certify_bundle(
+                    bundle_dir, client, folder, llm=llm, settings=settings, registrar=registrar
+                )
+                record = AtomicRecord(
+                    mcp=lib.mcp,
+                    library=corpus_ref(folder / lib.mcp, config.out_dir),
+                    tasks=len(lib.tasks),
+                    coverage=float(lib.manifest.coverage),
+                )
             except TasksUserError as exc:  # no certifiable task / unusable bundle: this MCP only
-                record = {
-                    "mcp": manifest.get("name", bundle_dir.name),
-                    "library": None,
-                    "tasks": 0,
-                    "coverage": 0.0,
-                    "error": str(exc),
-                }
+                record = AtomicRecord(mcp=manifest.name, error=str(exc))
             done = store.finish(ATOMIC, key, record)
-        if done.get("library"):
-            libraries.append(record_path(done["library"], config.out_dir))
-        stats[done["mcp"]] = done
+        if done.library:
+            libraries.append(record_path(done.library, config.out_dir))
+        stats[done.mcp] = done
     return libraries, stats, ("ran" if ran else "cached")
 
 
@@ -227,10 +222,11 @@ async def stage_atomic(
 async def stage_compose(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     libraries: list[Path],
-    llm: Any,
+    llm: BaseChatModel | None,
     model: str | None,
+    registrar: Registrar,
 ) -> tuple[list[TaskGraph], list[str], str]:
     """Composed, grounded task graphs (weft_tasks.compose + grounding), saved as JSON files."""
     key = store.key(
@@ -242,24 +238,20 @@ async def stage_compose(
             "seed": config.pipeline.seed,
         },
     )
-    done = store.done(COMPOSE, key)
+    done = store.done(COMPOSE, key, ComposeRecord)
     folder = store.path(COMPOSE, key)
     if done is None:
         folder = store.begin(COMPOSE, key)
-        graphs, failures = await _compose(config, client, libraries, llm, folder)
-        for g in graphs:
-            # Re-validate: a graph assembled with model_copy(update=...) may hold raw dicts that
-            # dump differently once loaded, and its stored hash would then not verify.
-            clean = TaskGraph.model_validate_json(
-                g.model_copy(update={"content_hash": None}).model_dump_json()
-            )
-            clean.save(folder / "tasks" / f"{g.id}.json")
-        done = store.finish(COMPOSE, key, {"tasks": [g.id for g in graphs], "failures": failures})
+        # The composer saves each sealed graph under folder/tasks/ (weft_tasks.compose).
+        graphs, failures = await _compose(config, client, libraries, llm, folder, registrar)
+        done = store.finish(
+            COMPOSE, key, ComposeRecord(tasks=[g.id for g in graphs], failures=failures)
+        )
         state = "ran"
     else:
         state = "cached"
-    graphs = [TaskGraph.load(folder / "tasks" / f"{tid}.json") for tid in done["tasks"]]
-    return graphs, list(done.get("failures", [])), state
+    graphs = [TaskGraph.load(folder / "tasks" / f"{tid}.json") for tid in done.tasks]
+    return graphs, list(done.failures), state
 
 
 def _library_hash(folder: Path) -> str:
@@ -288,7 +280,12 @@ def profile_set(config: PipelineConfig) -> Any:
 
 
 async def _compose(
-    config: PipelineConfig, client: Any, libraries: list[Path], llm: Any, workdir: Path
+    config: PipelineConfig,
+    client: GroupService,
+    libraries: list[Path],
+    llm: BaseChatModel | None,
+    workdir: Path,
+    registrar: Registrar,
 ) -> tuple[list[TaskGraph], list[str]]:
     from weft_tasks.atomic.library import load_mcp_library
     from weft_tasks.compose.pipeline import compose_tasks
@@ -304,6 +301,7 @@ async def _compose(
         profiles=profile_set(config),
         llm=llm,
         settings=settings,
+        registrar=registrar,
     )
     failures = [f"{reason}: {n}" for reason, n in sorted(report.rejections.items())]
     return list(graphs), failures
@@ -334,7 +332,11 @@ def gateway_upstream(model: str | None) -> tuple[str, str, str | None] | None:
 
 
 def build_harnesses(
-    config: PipelineConfig, llm: Any, *, model: str | None = None, gateway: Any = None
+    config: PipelineConfig,
+    llm: BaseChatModel | None,
+    *,
+    model: str | None = None,
+    gateway: Any = None,
 ) -> dict[str, Any]:
     """The configured harnesses. 'hermes' and 'openclaw' need `gateway` (a `CaptureGateway` in
     front of an OpenAI-compatible `model`); with one, ReAct's calls go through it too."""
@@ -393,9 +395,9 @@ def build_harnesses(
 async def stage_rollouts(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     graphs: list[TaskGraph],
-    llm: Any,
+    llm: BaseChatModel | None,
     model: str | None,
 ) -> tuple[list[Any], Path, str]:
     from weft_core.refs import corpus_ref
@@ -409,6 +411,8 @@ async def stage_rollouts(
 
         model = config.rollouts.model
         llm = make_chat_model(model)
+        if llm is None:
+            raise ConfigError(f"[rollouts].model {model!r} names no model")
         await probe_model(llm, model)
     upstream = gateway_upstream(model)
     wants_gateway = upstream is not None and (
@@ -428,7 +432,7 @@ async def stage_rollouts(
             "model": model,
         },
     )
-    done = store.done(ROLLOUTS, key)
+    done = store.done(ROLLOUTS, key, RolloutsRecord)
     folder = store.begin(ROLLOUTS, key, keep=True)
     out = folder / "traces.jsonl"
     gateway = (
@@ -465,7 +469,7 @@ async def stage_rollouts(
     store.finish(
         ROLLOUTS,
         key,
-        {"traces": corpus_ref(out, config.out_dir), "rollouts": len(report.traces)},
+        RolloutsRecord(traces=corpus_ref(out, config.out_dir), rollouts=len(report.traces)),
     )
     state = (
         "cached"
@@ -491,7 +495,7 @@ async def stage_sft(
     from weft_core.models import ViewMode
     from weft_tasks.harness import ReferencePolicyModel
     from weft_train.sft import SamplingConfig
-    from weft_train.sft.stage import sample_sft_data, train_on_rows
+    from weft_train.sft.stage import SFTStageResult, sample_sft_data, train_on_rows
 
     key = store.key(
         SFT,
@@ -501,9 +505,9 @@ async def stage_sft(
             "model": model,
         },
     )
-    done = store.done(SFT, key)
+    done = store.done(SFT, key, SFTStageResult)
     if done is not None:
-        return done, "cached"
+        return done.model_dump(mode="json"), "cached"
     folder = store.begin(SFT, key, keep=True)
     teacher: Any = llm
     if teacher is None:
@@ -532,14 +536,14 @@ async def stage_sft(
     result.rows_path = corpus_ref(result.rows_path, config.out_dir)
     if result.trained_model:
         result.trained_model = corpus_ref(result.trained_model, config.out_dir)
-    record = store.finish(SFT, key, result.model_dump(mode="json"))
+    record = store.finish(SFT, key, result).model_dump(mode="json")
     return record, "ran" if result.resumed == 0 else f"resumed ({result.resumed} done before)"
 
 
 # ----------------------------------------------------------------------------- all
 
 
-async def probe_model(llm: Any, model: str) -> None:
+async def probe_model(llm: BaseChatModel, model: str) -> None:
     """One tiny call before any stage, so an unreachable or misnamed endpoint stops the run
     with its reason at once instead of failing every LLM step later."""
     try:
@@ -585,18 +589,18 @@ async def run_pipeline(
         config, store, model, calls, replay=replay is not None
     )
     bundles = [
-        record_path(r["bundle"], out)
+        record_path(r.bundle, out)
         for r in envs
-        if r.get("status") in ("certified", "partial") and r.get("bundle")
+        if r.status in ("certified", "partial") and r.bundle
     ]
     rows = {
-        r.get("slug") or r.get("name") or r["source"]: MCPRow(
-            name=r.get("slug") or r.get("name") or Path(r["source"]).stem,
-            source=Path(r["source"]).name,
-            status=r["status"],
-            tools_certified=r.get("tools_certified", 0),
-            tools_total=r.get("tools_total", 0),
-            reason=r.get("reason"),
+        r.mcp: MCPRow(
+            name=r.mcp,
+            source=Path(r.source).name,
+            status=r.status,
+            tools_certified=r.tools_certified,
+            tools_total=r.tools_total,
+            reason=r.reason,
         )
         for r in envs
     }
@@ -607,20 +611,22 @@ async def run_pipeline(
         raise StageError(f"no environment could be certified: {reasons}{more}")
 
     async with megamcp_session(config) as client:
+        # Registered once here; the atomic and compose stages reuse these MCP ids.
+        registrar = Registrar(client)
         for b in bundles:
-            await client.register(b)
+            await registrar.mcp_id(b)
         _log(f"[bold]2/4 atomic tasks[/] on {len(bundles)} environment(s)")
         libraries, atomic, summary.stages[ATOMIC] = await stage_atomic(
-            config, store, client, bundles, llm, model
+            config, store, client, bundles, llm, model, registrar
         )
         for mcp, st in atomic.items():
-            row = rows.get(mcp) or next((r for r in summary.mcps if r.name == mcp), None)
+            row = rows.get(mcp)
             if row is not None:
-                row.atomic_tasks, row.coverage = int(st["tasks"]), float(st["coverage"])
-                row.reason = st.get("error") or row.reason
+                row.atomic_tasks, row.coverage = st.tasks, st.coverage
+                row.reason = st.error or row.reason
         _log("[bold]3/4 composed tasks[/]")
         graphs, summary.composition_failures, summary.stages[COMPOSE] = await stage_compose(
-            config, store, client, libraries, llm, model
+            config, store, client, libraries, llm, model, registrar
         )
         summary.tasks_by_profile = dict(Counter(g.profile for g in graphs))
         if not graphs:

@@ -8,10 +8,38 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field, ValidationError
 
 from weft_core._hashing import content_hash, sha256_bytes
 from weft_core.models import atomic_write_text
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class AtomicRecord(BaseModel):
+    """The atomic-task stage's outcome for one bundle."""
+
+    mcp: str = Field(description="The MCP's slug (the bundle's name).")
+    library: str | None = Field(default=None, description="The certified library folder.")
+    tasks: int = 0
+    coverage: float = 0.0
+    error: str | None = Field(default=None, description="Why no library was certified.")
+
+
+class ComposeRecord(BaseModel):
+    """The composition stage's outcome: the ids of the task graphs saved under tasks/."""
+
+    tasks: list[str] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list, description="Rejections, 'reason: n'.")
+
+
+class RolloutsRecord(BaseModel):
+    """The rollout stage's outcome."""
+
+    traces: str = Field(description="The traces JSONL file.")
+    rollouts: int = 0
 
 
 def file_hash(path: Path) -> str:
@@ -29,15 +57,15 @@ class StageStore:
     def path(self, stage: str, key: str) -> Path:
         return self.root / stage / key
 
-    def done(self, stage: str, key: str) -> dict[str, Any] | None:
+    def done(self, stage: str, key: str, record: type[R]) -> R | None:
+        """The stage's record if it finished; a damaged or outdated marker means it runs again."""
         marker = self.path(stage, key) / "done.json"
         if not marker.exists():
             return None
         try:
-            data = json.loads(marker.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return None  # a damaged marker means the stage runs again
-        return data if isinstance(data, dict) else None
+            return record.model_validate(json.loads(marker.read_text(encoding="utf-8")))
+        except (OSError, json.JSONDecodeError, ValidationError):
+            return None
 
     def begin(self, stage: str, key: str, *, keep: bool = False) -> Path:
         """The stage's folder, emptied of a crashed earlier attempt unless `keep` (stages that
@@ -48,8 +76,6 @@ class StageStore:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def finish(self, stage: str, key: str, record: dict[str, Any]) -> dict[str, Any]:
-        atomic_write_text(
-            self.path(stage, key) / "done.json", json.dumps(record, indent=2, default=str)
-        )
+    def finish(self, stage: str, key: str, record: R) -> R:
+        atomic_write_text(self.path(stage, key) / "done.json", record.model_dump_json(indent=2))
         return record

@@ -56,9 +56,11 @@ from weft_core.models.trace import (
     Trace,
     TurnSegment,
 )
+from weft_core.models.verifier import FINAL_CHECKPOINT, Verifier
 
 __all__ = [
     "BUNDLE_FILES",
+    "FINAL_CHECKPOINT",
     "AllowedChange",
     "ArgMapping",
     "Artifact",
@@ -110,6 +112,7 @@ __all__ = [
     "Trace",
     "TurnSegment",
     "ValidationEvidence",
+    "Verifier",
     "ViewMode",
     "WeftModel",
     "WorkspaceFile",

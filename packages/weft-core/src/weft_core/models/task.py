@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 
 from weft_core.models._base import Artifact, WeftModel
 from weft_core.models.check import Check, EvaluationResult
+from weft_core.models.verifier import FINAL_CHECKPOINT, Verifier
 from weft_core.refs import check_ref
 
 
@@ -163,6 +164,15 @@ class TaskGraph(Artifact):
             if n.id == node_id:
                 return n
         raise KeyError(node_id)
+
+    def verifier(self) -> Verifier:
+        """One checkpoint per node (its checks) and `final`: the graph's final checks, or every
+        node's checks while none were kept (before grounding replays the reference)."""
+        final = self.final_checks or [c for n in self.nodes for c in n.checks]
+        return Verifier(
+            checkpoints={n.id: list(n.checks) for n in self.nodes} | {FINAL_CHECKPOINT: final},
+            bindings={b.name: dict(b.value) for b in self.bindings},
+        )
 
     def binding_values(self) -> dict[str, Any]:
         """Flat `{"binding.field": value}` map for check references."""

@@ -35,8 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import fsspec  # type: ignore[import-untyped]
-from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
 from pydantic import BaseModel, Field
 
 from weft_megamcp.checkpoints._errors import (

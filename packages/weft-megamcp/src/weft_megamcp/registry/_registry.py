@@ -29,6 +29,7 @@ from weft_megamcp.registry._records import (
     VerifierRow,
 )
 from weft_megamcp.registry._sources import SourceInfo, inspect_source
+from weft_megamcp.stdio_transport import list_command_tools
 
 
 def _tool_specs(tools: list[Any]) -> list[dict[str, Any]]:
@@ -164,8 +165,6 @@ class Registry:
         existing = self._by_hash(mcp_id, source_hash)
         if existing is not None:
             return existing
-        from weft_megamcp.stdio_runtime import list_command_tools
-
         with tempfile.TemporaryDirectory(prefix="megamcp-register-") as tmp:
             try:
                 tools = await list_command_tools(argv, env or {}, Path(tmp))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from weft_core.exceptions import UserError
+from weft_core.llm import model_display_name
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.bundle import load_bundle
 from weft_tasks.atomic.library import MCPLibrary, load_mcp_library, save_library
+from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.atomic.synthesis import certify
 from weft_tasks.atomic.validation import MegaMCPValidator
 from weft_tasks.settings import TasksSettings
@@ -33,12 +35,13 @@ class MCPOutcome(BaseModel):
 
 async def certify_bundle(
     bundle_dir: str | Path,
-    client: Any,
+    client: GroupService,
     library_root: str | Path,
     *,
     llm: BaseChatModel | None = None,
     settings: TasksSettings | None = None,
     validator: MegaMCPValidator | None = None,
+    registrar: Registrar | None = None,
 ) -> MCPLibrary:
     """Run Algorithm 1 on one bundle against MegaMCP and save its library. Raises
     `weft_tasks.exceptions.BundleError` for an unusable bundle and `LibraryError` when no task
@@ -47,7 +50,9 @@ async def certify_bundle(
 
     settings = settings or TasksSettings()
     bundle = load_bundle(bundle_dir)
-    validator = validator or MegaMCPValidator(client, concurrency=settings.concurrency)
+    validator = validator or MegaMCPValidator(
+        client, concurrency=settings.concurrency, registrar=registrar
+    )
     state = await certify(
         bundle,
         validator,
@@ -59,16 +64,8 @@ async def certify_bundle(
     if not state.retained:
         why = state.failures[-1].diagnostic if state.failures else state.stop_reason
         raise LibraryError(f"{bundle.mcp}: no certifiable atomic task ({why})")
-    folder = save_library(
-        library_root, bundle, state, strategy="programmatic" if llm is None else _name(llm)
-    )
+    folder = save_library(library_root, bundle, state, strategy=model_display_name(llm))
     return load_mcp_library(folder)
-
-
-def _name(llm: BaseChatModel) -> str:
-    return str(
-        getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__
-    )
 
 
 def bundle_dirs(paths: list[str | Path]) -> list[Path]:

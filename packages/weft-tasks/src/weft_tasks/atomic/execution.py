@@ -20,7 +20,12 @@ _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}")
 
 
 class TemplateError(ValueError):
-    """A `{{name}}` template names a value that no input or earlier call provides."""
+    """A `{{name}}` template names a value that no input, earlier call, upstream output or
+    binding provides; `name` is that name."""
+
+    def __init__(self, name: str, known: Sequence[str] = ()) -> None:
+        self.name = name
+        super().__init__(f"template {{{{{name}}}}} has no value (known: {sorted(known)[:12]})")
 
 
 @dataclass
@@ -44,8 +49,10 @@ class ToolCaller(Protocol):
 
 
 def render(value: Any, env: Mapping[str, Any]) -> Any:
-    """Fill `{{name}}` templates from `env`. A string that is exactly one template takes the
-    value's own type (an integer id stays an integer); templates inside text are substituted."""
+    """Fill `{{name}}` templates from `env`, recursively through dicts and lists (the one template
+    engine of reference calls, checks and harness replays). A string that is exactly one template
+    takes the value's own type (an integer id stays an integer); templates inside text are
+    substituted. `name` is a key of `env`, else `key.path` into one (`customer.email`)."""
     if isinstance(value, str):
         whole = _TEMPLATE.fullmatch(value.strip())
         if whole:
@@ -70,16 +77,22 @@ def template_names(value: Any) -> set[str]:
 
 
 def _lookup(env: Mapping[str, Any], name: str) -> Any:
-    if name not in env:
-        raise TemplateError(f"template {{{{{name}}}}} has no value (known: {sorted(env)[:12]})")
-    return env[name]
+    if name in env:
+        return env[name]
+    head, _, rest = name.partition(".")
+    if rest and head in env:
+        found = _walk(env[head], rest.split("."))
+        if found is not MISSING:
+            return found
+    raise TemplateError(name, list(env))
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-_MISSING = object()
+MISSING = object()
+"""What a path lookup returns when the value is absent (None is a value)."""
 
 
 def extract(result: Any, path: str) -> Any:
@@ -91,7 +104,7 @@ def extract(result: Any, path: str) -> Any:
     solution portable across them.
     """
     value = _walk(result, path.split("."))
-    if value is not _MISSING:
+    if value is not MISSING:
         return value
     key = path.split(".")[-1]
     queue: list[Any] = [result]
@@ -110,10 +123,14 @@ def _walk(value: Any, parts: Sequence[str]) -> Any:
     for part in parts:
         if isinstance(value, dict) and part in value:
             value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+        elif (
+            isinstance(value, list)
+            and part.lstrip("-").isdigit()
+            and -len(value) <= int(part) < len(value)
+        ):
             value = value[int(part)]
         else:
-            return _MISSING
+            return MISSING
     return value
 
 

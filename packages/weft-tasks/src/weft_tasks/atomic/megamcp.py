@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from weft_core.exceptions import WeftRuntimeError
-from weft_core.models import ReferenceCall
+from weft_core.models import ReferenceCall, Verifier
+from weft_megamcp.models import CallResult, GroupHandle
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.execution import (
     RunRecord,
     StepRecord,
@@ -62,7 +64,7 @@ async def megamcp_client(
             await _aclose(client)
 
 
-async def _aclose(client: Any) -> None:
+async def _aclose(client: object) -> None:
     close = getattr(client, "aclose", None)
     if close is not None:
         await close()
@@ -71,7 +73,7 @@ async def _aclose(client: Any) -> None:
 class Registrar:
     """Registers each bundle once per client and remembers its MCP id."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: GroupService) -> None:
         self.client = client
         self._ids: dict[Path, str] = {}
 
@@ -86,7 +88,7 @@ class Registrar:
 class GroupCaller:
     """`ToolCaller` over a session group: `mcp` names the library MCP, mapped to its MCP id."""
 
-    def __init__(self, client: Any, group: Any, mcp_ids: dict[str, str]) -> None:
+    def __init__(self, client: GroupService, group: GroupHandle, mcp_ids: dict[str, str]) -> None:
         self.client = client
         self.group = group
         self.mcp_ids = mcp_ids
@@ -98,10 +100,10 @@ class GroupCaller:
         return to_return(res)
 
 
-def to_return(res: Any) -> ToolReturn:
+def to_return(res: CallResult) -> ToolReturn:
     """A CallResult as the reference engine reads it: structured content, else JSON text, else text."""
-    text = getattr(res, "text", "") or ""
-    value = getattr(res, "structured", None)
+    text = res.text
+    value = res.structured
     if value is None and text:
         try:
             value = json.loads(text)
@@ -131,7 +133,7 @@ class BatchedGroup:
         mcps: dict[str, str | None],
         mcp_ids: dict[str, str],
         *,
-        verifier: Any,
+        verifier: Verifier,
         task_id: str | None,
         bindings: dict[str, Any] | None = None,
     ) -> None:

@@ -13,17 +13,23 @@ The budget R counts the first validation round.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from collections.abc import Sequence
-from functools import partial
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, ValidationError
 
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_core.models import AtomicTask, Check, ReferenceCall, TaskInput, ValidationEvidence
-from weft_tasks.atomic._llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import TemplateError, render_checks, template_names
 from weft_tasks.atomic.orthogonality import (
@@ -33,7 +39,6 @@ from weft_tasks.atomic.orthogonality import (
     uncovered_tools,
 )
 from weft_tasks.atomic.templates import Draft, draft_for_tool
-from weft_tasks.exceptions import LLMOutputError
 
 
 class TaskValidator(Protocol):
@@ -81,16 +86,20 @@ class SynthesisState(BaseModel):
     round: int = 0
     next_id: int = 1
     candidates: list[AtomicTask] = Field(default_factory=list)
-    validated: list[AtomicTask] = Field(default_factory=list, description="V, in validation order.")
-    failures: list[Failure] = Field(default_factory=list, description="F.")
+    validated: Annotated[list[AtomicTask], operator.add] = Field(
+        default_factory=list, description="V, in validation order (appended to)."
+    )
+    failures: Annotated[list[Failure], operator.add] = Field(
+        default_factory=list, description="F (appended to)."
+    )
     redundant: list[Redundancy] = Field(default_factory=list)
     retained: list[AtomicTask] = Field(default_factory=list)
     coverage: float = 0.0
     uncovered: list[str] = Field(default_factory=list)
-    tried: list[str] = Field(
-        default_factory=list, description="Signatures of every candidate so far."
+    tried: Annotated[list[str], operator.add] = Field(
+        default_factory=list, description="Signatures of every candidate so far (appended to)."
     )
-    rounds: list[RoundReport] = Field(default_factory=list)
+    rounds: Annotated[list[RoundReport], operator.add] = Field(default_factory=list)
     last_generated: int = 0
     validated_in: dict[str, int] = Field(default_factory=dict, description="Task id -> its round.")
     stop_reason: str | None = None
@@ -175,7 +184,7 @@ def llm_candidates(
 ) -> tuple[list[Draft], list[Failure]]:
     """Ask the model for candidates; drafts that break the task contract become failures in F."""
     prompt = _llm_prompt(bundle, state)
-    batch = ask_structured(llm, LLMTaskBatch, _SYSTEM, prompt, what="task batch")
+    batch = ask_structured(llm, LLMTaskBatch, prompt, system=_SYSTEM, what="task batch")
     drafts: list[Draft] = []
     bad: list[Failure] = []
     tried = set(state.tried)
@@ -283,7 +292,7 @@ def generate(
     else:
         try:
             drafts, failures = llm_candidates(llm, bundle, state)
-        except LLMOutputError as exc:
+        except ModelOutputError as exc:
             drafts, failures = (
                 [],
                 [
@@ -317,8 +326,8 @@ def generate(
         "candidates": tasks,
         "last_generated": len(tasks),
         "next_id": next_id,
-        "failures": state.failures + failures,
-        "tried": state.tried + [d.signature for d in drafts],
+        "failures": failures,
+        "tried": [d.signature for d in drafts],
         "stop_reason": None if tasks else "no new candidates",
     }
 
@@ -345,8 +354,8 @@ async def validate(
                 )
             )
     return {
-        "validated": state.validated + passed,
-        "failures": state.failures + failures,
+        "validated": passed,
+        "failures": failures,
         "candidates": [],
     }
 
@@ -379,7 +388,7 @@ def select(state: SynthesisState, *, bundle: BundleView) -> dict[str, Any]:
         "redundant": redundant,
         "coverage": coverage,
         "uncovered": uncovered_tools(retained, bundle.tools),
-        "rounds": [*state.rounds, report],
+        "rounds": [report],
         "stop_reason": stop,
     }
 
@@ -392,19 +401,50 @@ def _after_select(state: SynthesisState) -> str:
     return END if state.stop_reason else "generate"
 
 
+@dataclass(frozen=True)
+class SynthesisContext:
+    """What a run of Algorithm 1 depends on (LangGraph `context_schema`)."""
+
+    bundle: BundleView
+    validator: TaskValidator
+    llm: BaseChatModel | None = None
+
+
+def _generate_node(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dict[str, Any]:
+    return generate(state, bundle=runtime.context.bundle, llm=runtime.context.llm)
+
+
+async def _validate_node(
+    state: SynthesisState, runtime: Runtime[SynthesisContext]
+) -> dict[str, Any]:
+    return await validate(state, bundle=runtime.context.bundle, validator=runtime.context.validator)
+
+
+def _select_node(state: SynthesisState, runtime: Runtime[SynthesisContext]) -> dict[str, Any]:
+    return select(state, bundle=runtime.context.bundle)
+
+
 def build_task_synthesis_graph(
-    bundle: BundleView, validator: TaskValidator, llm: BaseChatModel | None = None
-) -> Any:
-    """Algorithm 1 for one MCP; invoke with `SynthesisState(mcp=..., budget=R, target=eta)`."""
-    g = StateGraph(SynthesisState)
-    g.add_node("generate", partial(generate, bundle=bundle, llm=llm))
-    g.add_node("validate", partial(validate, bundle=bundle, validator=validator))
-    g.add_node("select", partial(select, bundle=bundle))
+    *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[SynthesisState, SynthesisContext, SynthesisState, SynthesisState]:
+    """Algorithm 1 for one MCP; invoke with `SynthesisState(mcp=..., budget=R, target=eta)` and
+    `context=SynthesisContext(bundle, validator, llm)`."""
+    g = StateGraph(SynthesisState, context_schema=SynthesisContext)
+    g.add_node("generate", _generate_node)
+    g.add_node("validate", _validate_node)
+    g.add_node("select", _select_node)
     g.add_edge(START, "generate")
     g.add_conditional_edges("generate", _after_generate, ["validate", "select"])
     g.add_edge("validate", "select")
     g.add_conditional_edges("select", _after_select, ["generate", END])
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
+
+
+@functools.cache
+def _compiled() -> CompiledStateGraph[
+    SynthesisState, SynthesisContext, SynthesisState, SynthesisState
+]:
+    return build_task_synthesis_graph()
 
 
 async def certify(
@@ -417,7 +457,10 @@ async def certify(
     max_chain: int = 4,
 ) -> SynthesisState:
     """Run Algorithm 1 for one MCP and return its final state (retained tasks, coverage, F)."""
-    graph = build_task_synthesis_graph(bundle, validator, llm)
     initial = SynthesisState(mcp=bundle.mcp, budget=budget, target=target, max_chain=max_chain)
-    out = await graph.ainvoke(initial, {"recursion_limit": 4 * budget + 10})
+    out = await _compiled().ainvoke(
+        initial,
+        {"recursion_limit": 4 * budget + 10},
+        context=SynthesisContext(bundle, validator, llm),
+    )
     return SynthesisState.model_validate(out)

@@ -13,37 +13,27 @@ import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from weft_core.exceptions import WeftRuntimeError
-from weft_core.models import AtomicTask, Check, EvaluationResult, ValidationEvidence
+from weft_core.models import AtomicTask, EvaluationResult, ValidationEvidence, Verifier
+from weft_megamcp.models import GroupHandle
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import input_values, render_checks
 from weft_tasks.atomic.megamcp import BatchedGroup, Registrar, file_sha256, megamcp_client
 
 
-async def close_quietly(client: Any, group: Any) -> None:
+async def close_quietly(client: GroupService, group: GroupHandle) -> None:
     """Close a finished group; a failing close never changes the task's verdict."""
     with contextlib.suppress(WeftRuntimeError):
         await client.close(group)
-
-
-def checks_payload(checks: Sequence[Check], mcp_id: str | None = None) -> list[dict[str, Any]]:
-    """Checks as the MegaMCP verifier takes them, pinned to `mcp_id` when given."""
-    out = []
-    for c in checks:
-        data = c.model_dump(mode="json")
-        if mcp_id is not None and data.get("mcp") in (None, ""):
-            data["mcp"] = mcp_id
-        out.append(data)
-    return out
 
 
 class MegaMCPValidator:
     """`TaskValidator` on a MegaMCP client; `concurrency` groups run at the same time."""
 
     def __init__(
-        self, client: Any, *, concurrency: int = 8, registrar: Registrar | None = None
+        self, client: GroupService, *, concurrency: int = 8, registrar: Registrar | None = None
     ) -> None:
         self.client = client
         self.registrar = registrar or Registrar(client)
@@ -71,7 +61,7 @@ class MegaMCPValidator:
                 self.client,
                 {mcp_id: None},
                 {bundle.mcp: mcp_id},
-                verifier={"final": checks_payload(checks)},
+                verifier=Verifier.final(checks),
                 task_id=task.id,
             )
             try:

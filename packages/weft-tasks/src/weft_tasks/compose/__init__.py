@@ -1,10 +1,9 @@
 """Coverage-aware sampling and grounded task-graph composition (paper §3.1.2, App. A.2)."""
 
-from typing import Any
-
 from weft_tasks.compose.coherence import build_coherence_graph, check_coherence
 from weft_tasks.compose.composer import CompositionState, build_composition_graph, compose_graph
 from weft_tasks.compose.dag_checks import GraphIssue, check_graph, stable_order
+from weft_tasks.compose.pipeline import Composer, CorpusReport, compose_tasks
 from weft_tasks.compose.profiles import (
     DEFAULT_PROFILES,
     Profile,
@@ -13,16 +12,6 @@ from weft_tasks.compose.profiles import (
     load_profiles,
 )
 from weft_tasks.compose.sampler import CoverageSampler
-
-
-def __getattr__(name: str) -> Any:
-    # the pipeline imports grounding, which imports compose.links: resolve it on first use
-    if name in ("Composer", "CorpusReport", "compose_tasks"):
-        from weft_tasks.compose import pipeline
-
-        return getattr(pipeline, name)
-    raise AttributeError(name)
-
 
 __all__ = [
     "DEFAULT_PROFILES",

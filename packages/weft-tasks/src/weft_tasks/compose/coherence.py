@@ -9,17 +9,21 @@ counted as a rejection.
 
 from __future__ import annotations
 
-from functools import partial
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
-from weft_tasks.atomic._llm import ask_structured
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.compose.links import link_fields, linked, shared_keys
-from weft_tasks.exceptions import LLMOutputError
 
 
 class MCPCard(BaseModel):
@@ -101,9 +105,16 @@ _SYSTEM = (
 )
 
 
-def judge(
-    state: CoherenceState, *, bundles: list[BundleView], llm: BaseChatModel | None
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CoherenceContext:
+    """What one judgement depends on (LangGraph `context_schema`)."""
+
+    bundles: list[BundleView]
+    llm: BaseChatModel | None = None
+
+
+def judge(state: CoherenceState, runtime: Runtime[CoherenceContext]) -> dict[str, Any]:
+    bundles, llm = runtime.context.bundles, runtime.context.llm
     if llm is None:
         verdict = programmatic_verdict(state, bundles)
     else:
@@ -113,8 +124,8 @@ def judge(
             + f"\nShared link keys: {state.shared}\nAnswer with a Verdict listing the MCPs the objective uses."
         )
         try:
-            verdict = ask_structured(llm, Verdict, _SYSTEM, prompt, what="verdict")
-        except LLMOutputError as exc:
+            verdict = ask_structured(llm, Verdict, prompt, system=_SYSTEM, what="verdict")
+        except ModelOutputError as exc:
             return {"verdict": None, "rejection": f"judge output invalid: {exc}"}
     return {"verdict": verdict}
 
@@ -138,22 +149,33 @@ def audit(state: CoherenceState) -> dict[str, Any]:
     return {}
 
 
-def build_coherence_graph(bundles: list[BundleView], llm: BaseChatModel | None = None) -> Any:
-    """Judge one combination; invoke with `CoherenceState(cards=cards_for(bundles))`."""
-    g = StateGraph(CoherenceState)
-    g.add_node("judge", partial(judge, bundles=bundles, llm=llm))
+def build_coherence_graph(
+    *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[CoherenceState, CoherenceContext, CoherenceState, CoherenceState]:
+    """Judge one combination; invoke with `CoherenceState(cards=cards_for(bundles))` and
+    `context=CoherenceContext(bundles, llm)`."""
+    g = StateGraph(CoherenceState, context_schema=CoherenceContext)
+    g.add_node("judge", judge)
     g.add_node("audit", audit)
     g.add_edge(START, "judge")
     g.add_edge("judge", "audit")
     g.add_edge("audit", END)
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
+
+
+@functools.cache
+def _compiled() -> CompiledStateGraph[
+    CoherenceState, CoherenceContext, CoherenceState, CoherenceState
+]:
+    return build_coherence_graph()
 
 
 def check_coherence(bundles: list[BundleView], llm: BaseChatModel | None = None) -> CoherenceState:
     shared = sorted(
         {k for i, a in enumerate(bundles) for b in bundles[i + 1 :] for k in shared_keys(a, b)}
     )
-    out = build_coherence_graph(bundles, llm).invoke(
-        CoherenceState(cards=cards_for(bundles), shared=shared)
+    out = _compiled().invoke(
+        CoherenceState(cards=cards_for(bundles), shared=shared),
+        context=CoherenceContext(bundles, llm),
     )
     return CoherenceState.model_validate(out)

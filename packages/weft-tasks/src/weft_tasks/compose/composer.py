@@ -12,13 +12,19 @@ is deterministic so its issues are final. The graph's order is the stable topolo
 
 from __future__ import annotations
 
-from functools import partial
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field, TypeAdapter
 
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_core.models import (
     AllowedChange,
     AtomicTask,
@@ -32,12 +38,11 @@ from weft_core.models import (
     TaskInput,
     TaskNode,
 )
-from weft_tasks.atomic._llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import render, render_checks, template_names
 from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
-from weft_tasks.compose.links import input_fields, link_fields, link_key, output_fields
-from weft_tasks.exceptions import LLMOutputError
+from weft_tasks.compose.links import input_fields, link_fields, output_fields
+from weft_tasks.grounding.identity import link_key
 
 _CHECKS: TypeAdapter[list[Check]] = TypeAdapter(list[Check])
 _OP_RANK = {
@@ -66,6 +71,17 @@ class CompositionState(BaseModel):
     issues: list[GraphIssue] = Field(default_factory=list)
     attempts: int = 0
     max_attempts: int = 2
+    retryable: bool = Field(
+        default=False, description="Whether a rejected proposal is worth proposing again."
+    )
+
+
+@dataclass(frozen=True)
+class CompositionContext:
+    """What one composition depends on (LangGraph `context_schema`)."""
+
+    bundles: dict[str, BundleView]
+    llm: BaseChatModel | None = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -482,7 +498,7 @@ def llm_proposal(
             else ""
         )
     )
-    draft = ask_structured(llm, LLMGraphDraft, _SYSTEM, prompt, what="graph")
+    draft = ask_structured(llm, LLMGraphDraft, prompt, system=_SYSTEM, what="graph")
     by_id = {t.id: t for t in state.pool}
     chosen: list[AtomicTask] = []
     for n in draft.nodes:
@@ -534,23 +550,23 @@ def llm_proposal(
 # ----------------------------------------------------------------------------- graph
 
 
-def propose(
-    state: CompositionState, *, bundles: dict[str, BundleView], llm: BaseChatModel | None
-) -> dict[str, Any]:
-    if llm is None:
+def propose(state: CompositionState, runtime: Runtime[CompositionContext]) -> dict[str, Any]:
+    bundles, llm = runtime.context.bundles, runtime.context.llm
+    if llm is None:  # deterministic: proposing again gives the same graph
         graph = programmatic_proposal(state, bundles)
     else:
         try:
             graph = llm_proposal(llm, state, bundles)
-        except LLMOutputError as exc:
+        except ModelOutputError as exc:
             return {
                 "graph": None,
                 "attempts": state.attempts + 1,
+                "retryable": True,
                 "issues": [
                     GraphIssue(kind="unsourced_input", message=f"composition output invalid: {exc}")
                 ],
             }
-    return {"graph": graph, "attempts": state.attempts + 1}
+    return {"graph": graph, "attempts": state.attempts + 1, "retryable": llm is not None}
 
 
 def check(state: CompositionState) -> dict[str, Any]:
@@ -559,27 +575,36 @@ def check(state: CompositionState) -> dict[str, Any]:
     return {"issues": check_graph(state.graph, {t.id for t in state.pool})}
 
 
-def _route(state: CompositionState, *, llm: BaseChatModel | None) -> str:
-    if state.issues and llm is not None and state.attempts < state.max_attempts:
+def route_after_check(state: CompositionState) -> str:
+    if state.issues and state.retryable and state.attempts < state.max_attempts:
         return "propose"
     return END
 
 
 def build_composition_graph(
-    bundles: dict[str, BundleView], llm: BaseChatModel | None = None
-) -> Any:
-    """Compose one task graph; invoke with a `CompositionState` (pool = the sampled candidates)."""
-    g = StateGraph(CompositionState)
-    g.add_node("propose", partial(propose, bundles=bundles, llm=llm))
+    *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[CompositionState, CompositionContext, CompositionState, CompositionState]:
+    """Compose one task graph; invoke with a `CompositionState` (pool = the sampled candidates)
+    and `context=CompositionContext(bundles, llm)`."""
+    g = StateGraph(CompositionState, context_schema=CompositionContext)
+    g.add_node("propose", propose)
     g.add_node("check", check)
     g.add_edge(START, "propose")
     g.add_edge("propose", "check")
-    g.add_conditional_edges("check", partial(_route, llm=llm), ["propose", END])
-    return g.compile()
+    g.add_conditional_edges("check", route_after_check, ["propose", END])
+    return g.compile(checkpointer=checkpointer)
+
+
+@functools.cache
+def _compiled() -> CompiledStateGraph[
+    CompositionState, CompositionContext, CompositionState, CompositionState
+]:
+    return build_composition_graph()
 
 
 def compose_graph(
     state: CompositionState, bundles: dict[str, BundleView], llm: BaseChatModel | None = None
 ) -> CompositionState:
-    out = build_composition_graph(bundles, llm).invoke(state)
+    """One composition (the graph is compiled once per process; bundles and model per run)."""
+    out = _compiled().invoke(state, context=CompositionContext(bundles, llm))
     return CompositionState.model_validate(out)

@@ -15,13 +15,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from weft_core.exceptions import WeftRuntimeError
 from weft_core.models import Check, Disclosure, TaskGraph, ViewMode, atomic_write_text
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.library import MCPLibrary
 from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.compose.coherence import check_coherence
@@ -79,13 +79,14 @@ class Composer:
     def __init__(
         self,
         libraries: Sequence[MCPLibrary],
-        client: Any,
+        client: GroupService,
         out: Path,
         *,
         profiles: ProfileSet = DEFAULT_PROFILES,
         llm: BaseChatModel | None = None,
         settings: TasksSettings | None = None,
         on_task: Callable[[TaskGraph], None] | None = None,
+        registrar: Registrar | None = None,
     ) -> None:
         self.settings = settings or TasksSettings()
         self.libs = [lib for lib in libraries if lib.tasks]
@@ -94,7 +95,7 @@ class Composer:
         self.profiles = profiles
         self.llm = llm
         self.on_task = on_task
-        self.registrar = Registrar(client)
+        self.registrar = registrar or Registrar(client)
         self.sampler = CoverageSampler(
             self.libs, surplus=self.settings.surplus, seed=self.settings.seed
         )
@@ -286,15 +287,25 @@ class Composer:
 
 async def compose_tasks(
     libraries: Sequence[MCPLibrary],
-    client: Any,
+    client: GroupService,
     out: str | Path,
     n: int,
     *,
     profiles: ProfileSet = DEFAULT_PROFILES,
     llm: BaseChatModel | None = None,
     settings: TasksSettings | None = None,
+    registrar: Registrar | None = None,
 ) -> tuple[list[TaskGraph], CorpusReport]:
-    """Compose `n` grounded task graphs from `libraries` (see `Composer`)."""
-    composer = Composer(libraries, client, Path(out), profiles=profiles, llm=llm, settings=settings)
+    """Compose `n` grounded task graphs from `libraries` (see `Composer`); `registrar`: the MCP
+    ids of bundles an earlier stage registered."""
+    composer = Composer(
+        libraries,
+        client,
+        Path(out),
+        profiles=profiles,
+        llm=llm,
+        settings=settings,
+        registrar=registrar,
+    )
     report = await composer.run(n)
     return composer.accepted, report

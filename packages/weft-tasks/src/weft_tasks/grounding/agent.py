@@ -17,18 +17,24 @@ and protection, so a wrong proposal is dropped with its reason.
 
 from __future__ import annotations
 
+import functools
+import operator
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm import ask_structured
 from weft_core.models import TaskGraph
-from weft_tasks.atomic._llm import ask_structured
 from weft_tasks.atomic.bundle import BundleView
-from weft_tasks.compose.links import link_key
-from weft_tasks.exceptions import LLMOutputError
+from weft_tasks.grounding.identity import link_key
 from weft_tasks.grounding.schema import Rows, check_rows
 
 ROUNDS = ("entities", "relations", "context")
@@ -40,7 +46,9 @@ class GroundingState(BaseModel):
     rounds: list[dict[str, Rows]] = Field(
         default_factory=list, description="Rows each round added, per MCP: rounds[i][mcp][table]."
     )
-    issues: list[str] = Field(default_factory=list)
+    issues: Annotated[list[str], operator.add] = Field(
+        default_factory=list, description="What each round could not ground (appended to)."
+    )
     failed: str | None = Field(default=None, description="Why the state cannot be grounded.")
 
     def rows(self, upto: int | None = None) -> dict[str, Rows]:
@@ -218,7 +226,7 @@ def relations_round(
                     taken += 1
         proposed[mcp] = out
     accepted, issues = _accept(state, bundles, proposed, protect=True)
-    return {"rounds": [*state.rounds, accepted], "issues": state.issues + issues}
+    return {"rounds": [*state.rounds, accepted], "issues": issues}
 
 
 def context_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> dict[str, Any]:
@@ -251,7 +259,7 @@ def context_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> d
                 n += 1
         proposed[mcp] = out
     accepted, issues = _accept(state, bundles, proposed, protect=True)
-    return {"rounds": [*state.rounds, accepted], "issues": state.issues + issues}
+    return {"rounds": [*state.rounds, accepted], "issues": issues}
 
 
 class RowProposal(BaseModel):
@@ -284,12 +292,12 @@ def llm_round(
         proposal = ask_structured(
             llm,
             RowProposal,
-            "You build realistic initial database states.",
             prompt,
+            system="You build realistic initial database states.",
             what="row proposal",
         )
-    except LLMOutputError as exc:
-        return {"issues": [*state.issues, f"{name}: model proposal unusable: {exc}"]}
+    except ModelOutputError as exc:
+        return {"issues": [f"{name}: model proposal unusable: {exc}"]}
     accepted, issues = _accept(state, bundles, proposal.rows, protect=True)
     last = dict(state.rounds[-1]) if state.rounds else {}
     for mcp, tables in accepted.items():
@@ -298,27 +306,78 @@ def llm_round(
             merged.setdefault(t, []).extend(rows)
         last[mcp] = merged
     rounds = [*state.rounds[:-1], last] if state.rounds else [last]
-    return {"rounds": rounds, "issues": state.issues + [f"{name} (model): {i}" for i in issues]}
+    return {"rounds": rounds, "issues": [f"{name} (model): {i}" for i in issues]}
 
 
 def _stop_if_failed(state: GroundingState, *, nxt: str) -> str:
     return END if state.failed else nxt
 
 
-def build_grounding_graph(bundles: dict[str, BundleView], llm: BaseChatModel | None = None) -> Any:
-    """Ground one task graph; invoke with `GroundingState(graph=...)`. `bundles`: MCP -> bundle."""
-    g = StateGraph(GroundingState)
-    steps = [
-        ("entities", entities_round),
-        ("relations", relations_round),
-        ("context", context_round),
-    ]
+@dataclass(frozen=True)
+class GroundingContext:
+    """What one grounding run depends on (LangGraph `context_schema`)."""
+
+    bundles: dict[str, BundleView]
+    llm: BaseChatModel | None = None
+
+
+def _entities_node(state: GroundingState, runtime: Runtime[GroundingContext]) -> dict[str, Any]:
+    return entities_round(state, bundles=runtime.context.bundles)
+
+
+def _relations_node(state: GroundingState, runtime: Runtime[GroundingContext]) -> dict[str, Any]:
+    return relations_round(state, bundles=runtime.context.bundles)
+
+
+def _context_node(state: GroundingState, runtime: Runtime[GroundingContext]) -> dict[str, Any]:
+    return context_round(state, bundles=runtime.context.bundles)
+
+
+def _model_round(
+    state: GroundingState, runtime: Runtime[GroundingContext], name: str
+) -> dict[str, Any]:
+    llm = runtime.context.llm
+    if llm is None:  # a graph built with_model run without one: the round is skipped
+        return {}
+    return llm_round(state, bundles=runtime.context.bundles, llm=llm, name=name)
+
+
+def _entities_model_node(
+    state: GroundingState, runtime: Runtime[GroundingContext]
+) -> dict[str, Any]:
+    return _model_round(state, runtime, "entities")
+
+
+def _relations_model_node(
+    state: GroundingState, runtime: Runtime[GroundingContext]
+) -> dict[str, Any]:
+    return _model_round(state, runtime, "relations")
+
+
+def _context_model_node(
+    state: GroundingState, runtime: Runtime[GroundingContext]
+) -> dict[str, Any]:
+    return _model_round(state, runtime, "context")
+
+
+def build_grounding_graph(
+    *, with_model: bool = False, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[GroundingState, GroundingContext, GroundingState, GroundingState]:
+    """Ground one task graph; invoke with `GroundingState(graph=...)` and
+    `context=GroundingContext(bundles, llm)` (`bundles`: MCP -> bundle). `with_model` adds the
+    LLM round after each programmatic round."""
+    g = StateGraph(GroundingState, context_schema=GroundingContext)
+    g.add_node("entities", _entities_node)
+    g.add_node("relations", _relations_node)
+    g.add_node("context", _context_node)
+    if with_model:
+        g.add_node("entities_model", _entities_model_node)
+        g.add_node("relations_model", _relations_model_node)
+        g.add_node("context_model", _context_model_node)
     prev = START
-    for name, fn in steps:
-        g.add_node(name, partial(fn, bundles=bundles))
+    for name in ("entities", "relations", "context"):
         last = name
-        if llm is not None:
-            g.add_node(f"{name}_model", partial(llm_round, bundles=bundles, llm=llm, name=name))
+        if with_model:
             g.add_edge(name, f"{name}_model")
             last = f"{name}_model"
         if prev is START:
@@ -327,7 +386,14 @@ def build_grounding_graph(bundles: dict[str, BundleView], llm: BaseChatModel | N
             g.add_conditional_edges(prev, partial(_stop_if_failed, nxt=name), [name, END])
         prev = last
     g.add_edge(prev, END)
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
+
+
+@functools.cache
+def _compiled(
+    with_model: bool,
+) -> CompiledStateGraph[GroundingState, GroundingContext, GroundingState, GroundingState]:
+    return build_grounding_graph(with_model=with_model)
 
 
 def ground(
@@ -337,7 +403,8 @@ def ground(
     *,
     distractors: int = 3,
 ) -> GroundingState:
-    out = build_grounding_graph(bundles, llm).invoke(
-        GroundingState(graph=graph, distractors=distractors)
+    out = _compiled(llm is not None).invoke(
+        GroundingState(graph=graph, distractors=distractors),
+        context=GroundingContext(bundles, llm),
     )
     return GroundingState.model_validate(out)

@@ -16,14 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from weft_core.models import Check, CheckOutcome, SnapshotRef, TaskGraph
+from weft_core.models import FINAL_CHECKPOINT, CheckOutcome, SnapshotRef, TaskGraph
 from weft_core.refs import content_address
+from weft_megamcp.service import GroupService
 from weft_tasks.atomic.megamcp import BatchedGroup, Registrar, file_sha256
-from weft_tasks.atomic.validation import checks_payload
 from weft_tasks.exceptions import TasksUserError
 from weft_tasks.grounding.schema import SchemaIssue, build_db
-
-FINAL = "final"
 
 
 class NodeReplay(BaseModel):
@@ -53,20 +51,8 @@ class ReplayReport(BaseModel):
         return ""
 
 
-def bindings_payload(graph: TaskGraph) -> dict[str, Any]:
-    return {b.name: b.value for b in graph.bindings}
-
-
-def _pinned(checks: list[Check], mcp_ids: dict[str, str]) -> list[dict[str, Any]]:
-    out = checks_payload(checks)
-    for c in out:
-        if c.get("mcp") in mcp_ids:
-            c["mcp"] = mcp_ids[c["mcp"]]
-    return out
-
-
 async def replay(
-    client: Any,
+    client: GroupService,
     registrar: Registrar,
     graph: TaskGraph,
     snapshots: dict[str, str],
@@ -75,17 +61,12 @@ async def replay(
     """Run the graph's reference solution from `snapshots` (MCP -> snapshot URI) and verify every
     checkpoint. Never raises for a task-level failure; that is the report."""
     mcp_ids = {m: await registrar.mcp_id(p) for m, p in bundle_paths.items()}
-    every = [c for n in graph.nodes for c in n.checks]
-    verifier = {n.id: _pinned(n.checks, mcp_ids) for n in graph.nodes} | {
-        FINAL: _pinned(every, mcp_ids)
-    }
     group = BatchedGroup(
         client,
         {mcp_ids[m]: snapshots.get(m) for m in graph.mcps},
         mcp_ids,
-        verifier=verifier,
+        verifier=graph.verifier().pinned(mcp_ids),
         task_id=graph.id,
-        bindings=bindings_payload(graph),
     )
     report = ReplayReport(passed=False)
     try:
@@ -132,7 +113,7 @@ async def replay(
                 final = tail[1].verification if len(tail) > 1 else None
                 if final is None:
                     why = (tail[1].error if len(tail) > 1 else None) or "final checks not run"
-                    report.nodes.append(NodeReplay(node=FINAL, passed=False, error=why))
+                    report.nodes.append(NodeReplay(node=FINAL_CHECKPOINT, passed=False, error=why))
                     return report
                 report.final_passing = [o.check_id for o in final.outcomes if o.passed]
         report.passed = True
@@ -164,7 +145,10 @@ def write_snapshots(
 
 
 async def register_snapshots(
-    client: Any, registrar: Registrar, files: dict[str, Path], bundle_paths: dict[str, Path]
+    client: GroupService,
+    registrar: Registrar,
+    files: dict[str, Path],
+    bundle_paths: dict[str, Path],
 ) -> dict[str, SnapshotRef]:
     """Store each initial DB in MegaMCP's object store; the refs go into `TaskGraph.initial_snapshots`.
 
@@ -179,7 +163,7 @@ async def register_snapshots(
 
 
 async def restore_snapshots(
-    client: Any, graphs: Iterable[TaskGraph], folders: Iterable[Path]
+    client: GroupService, graphs: Iterable[TaskGraph], folders: Iterable[Path]
 ) -> list[str]:
     """Put every initial DB the graphs name into the host's store from a corpus' copies
     (`<folder>/<sha256>.sqlite`), so a moved corpus runs on any host, even one with an empty

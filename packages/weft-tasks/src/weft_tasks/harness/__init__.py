@@ -8,7 +8,7 @@ from weft_tasks.harness.protocol import Harness, HarnessRun, HarnessTask, MCPEnd
 from weft_tasks.harness.react import ReActHarness
 from weft_tasks.harness.reference_policy import ReferencePolicyModel, reference_policy
 from weft_tasks.harness.subprocess_harness import SubprocessHarness
-from weft_tasks.harness.teacher import ReferenceChainTeacher, render_arguments
+from weft_tasks.harness.teacher import ReferenceChainTeacher
 
 __all__ = [
     "Harness",
@@ -25,7 +25,6 @@ __all__ = [
     "group_client",
     "public_tool_name",
     "reference_policy",
-    "render_arguments",
     "split_tool_name",
     "to_chat_message",
     "to_chat_messages",

@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from weft_core.llm import model_display_name
 from weft_core.models import ViewMode
 from weft_tasks.harness.mcp_tools import group_client, openai_tool
 from weft_tasks.harness.messages import model_calls, to_chat_messages
@@ -101,14 +102,10 @@ class ReActHarness:
         return [SystemMessage(self.system_prompt), *history]
 
 
-def _name_of(model: Any) -> str:
-    for attr in ("model_name", "model"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    if not isinstance(model, BaseChatModel):
-        return getattr(model, "__name__", "model-factory").replace("_", "-")
-    return type(model).__name__
+def _name_of(model: BaseChatModel | Callable[..., Any]) -> str:
+    if isinstance(model, BaseChatModel):
+        return model_display_name(model)
+    return getattr(model, "__name__", "model-factory").replace("_", "-")
 
 
 def _schema(tool: Any) -> dict[str, Any]:

@@ -19,15 +19,10 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
 from weft_core.models import TaskGraph, ViewMode
+from weft_tasks.atomic.execution import MISSING, TemplateError, render
 from weft_tasks.harness.mcp_tools import public_tool_name
 from weft_tasks.harness.protocol import HarnessTask
-from weft_tasks.harness.teacher import (
-    _MISSING,
-    TemplateError,
-    bind_value,
-    node_scope,
-    render_arguments,
-)
+from weft_tasks.harness.teacher import bind_value, node_scope
 from weft_tasks.views import disclosure_order
 
 
@@ -131,18 +126,16 @@ class ReferencePolicyModel(BaseChatModel):
                     value = _json(_content_text(result.content))
                     for name, path in call.bind.items():
                         got = bind_value(value, path)
-                        if got is not _MISSING:
+                        if got is not MISSING:
                             produced[name] = got
                             scope[name] = got
                     continue
                 if not is_current:
                     return AIMessage("")
                 try:
-                    args = render_arguments(call.arguments, scope)
+                    args = render(call.arguments, scope)
                 except TemplateError as exc:
-                    return AIMessage(
-                        f"I could not complete '{node.intent}': I have no {exc.args[0]}."
-                    )
+                    return AIMessage(f"I could not complete '{node.intent}': I have no {exc.name}.")
                 return AIMessage(
                     "",
                     tool_calls=[

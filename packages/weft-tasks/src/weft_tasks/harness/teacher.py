@@ -11,8 +11,9 @@ outputs bound by earlier calls (`ReferenceCall.bind`), and entity-binding values
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
+
+from fastmcp.client.group import ClientGroup
 
 from weft_core.models import (
     ChatMessage,
@@ -23,6 +24,7 @@ from weft_core.models import (
     ToolCallFunction,
     ViewMode,
 )
+from weft_tasks.atomic.execution import MISSING, TemplateError, extract, render
 from weft_tasks.harness.mcp_tools import (
     group_client,
     openai_tool,
@@ -33,70 +35,14 @@ from weft_tasks.harness.mcp_tools import (
 from weft_tasks.harness.protocol import HarnessRun, HarnessTask, MCPEndpoint, TurnCallback
 from weft_tasks.views import disclosure_order
 
-_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}")
-_MISSING = object()
-
-
-class TemplateError(KeyError):
-    """A reference call names a value that no input, upstream output or binding provides."""
-
-
-def dotted_get(value: Any, path: str) -> Any:
-    """`dotted_get({"a": [{"b": 1}]}, "a.0.b") == 1`; `_MISSING` when absent."""
-    cur = value
-    for part in path.split(".") if path else []:
-        if isinstance(cur, dict) and part in cur:
-            cur = cur[part]
-        elif (
-            isinstance(cur, list)
-            and part.lstrip("-").isdigit()
-            and -len(cur) <= int(part) < len(cur)
-        ):
-            cur = cur[int(part)]
-        else:
-            return _MISSING
-    return cur
-
 
 def bind_value(result: Any, path: str) -> Any:
     """A bound output from a tool result, found the way atomic-task validation finds it (exact
     dotted path, else the last segment breadth-first), so replay and validation agree."""
-    from weft_tasks.atomic.execution import extract
-
     try:
         return extract(result, path)
     except KeyError:
-        return _MISSING
-
-
-def render_arguments(arguments: Any, scope: dict[str, Any]) -> Any:
-    """Fill `{{name}}` templates from `scope` (recursively through dicts and lists)."""
-    if isinstance(arguments, dict):
-        return {k: render_arguments(v, scope) for k, v in arguments.items()}
-    if isinstance(arguments, list):
-        return [render_arguments(v, scope) for v in arguments]
-    if not isinstance(arguments, str):
-        return arguments
-    whole = _TEMPLATE.fullmatch(arguments.strip())
-    if whole:
-        return _lookup(scope, whole.group(1))
-
-    def sub(m: re.Match[str]) -> str:
-        v = _lookup(scope, m.group(1))
-        return v if isinstance(v, str) else json.dumps(v)
-
-    return _TEMPLATE.sub(sub, arguments)
-
-
-def _lookup(scope: dict[str, Any], name: str) -> Any:
-    if name in scope:
-        return scope[name]
-    head, _, rest = name.partition(".")
-    if head in scope:
-        found = dotted_get(scope[head], rest)
-        if found is not _MISSING:
-            return found
-    raise TemplateError(name)
+        return MISSING
 
 
 def node_scope(
@@ -169,7 +115,7 @@ class ReferenceChainTeacher:
 
     async def _solve(
         self,
-        group: Any,
+        group: ClientGroup,
         graph: TaskGraph,
         node: TaskNode,
         outputs: dict[str, dict[str, Any]],
@@ -181,11 +127,11 @@ class ReferenceChainTeacher:
         calls: list[ReferenceCall] = node.task.reference_calls
         for call in calls:
             try:
-                args = render_arguments(call.arguments, scope)
+                args = render(call.arguments, scope)
             except TemplateError as exc:
                 return (
                     produced,
-                    f"Could not do '{node.intent}': no value for {exc.args[0]}.",
+                    f"Could not do '{node.intent}': no value for {exc.name}.",
                     counter,
                 )
             call_id = f"call_{counter}"
@@ -223,7 +169,7 @@ class ReferenceChainTeacher:
             value = result_value(result)
             for out_name, path in call.bind.items():
                 got = bind_value(value, path)
-                if got is not _MISSING:
+                if got is not MISSING:
                     produced[out_name] = got
                     scope[out_name] = got
         shown = ", ".join(f"{k}={v}" for k, v in produced.items())

@@ -2,24 +2,21 @@
 outcomes per atomic-task turn, traces tied to the ledger, physical retries of infrastructure
 failures, JSONL results."""
 
+from weft_megamcp.service import GroupService
 from weft_tasks.rollout.infra import is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger, trace_ledger_problems
 from weft_tasks.rollout.plan import RolloutPlan, plan_rollouts, rollout_id
 from weft_tasks.rollout.runner import (
-    FINAL_CHECKPOINT,
     INFRA_PREFIX,
     RolloutReport,
     run_rollout,
     run_rollouts,
-    verifier_of,
 )
-from weft_tasks.rollout.service import GroupService
 from weft_tasks.rollout.settings import RolloutSettings
 from weft_tasks.rollout.sink import TraceSink
 from weft_tasks.rollout.stats import REFERENCE, CellStats, policy_label, rollout_stats
 
 __all__ = [
-    "FINAL_CHECKPOINT",
     "INFRA_PREFIX",
     "REFERENCE",
     "CellStats",
@@ -37,5 +34,4 @@ __all__ = [
     "run_rollout",
     "run_rollouts",
     "trace_ledger_problems",
-    "verifier_of",
 ]

@@ -13,10 +13,12 @@ reported as a divergence (a nondeterministic tool) in the trace.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from weft_core.models import EvaluationResult, LedgerEntry, TaskGraph
+from weft_core.models import EvaluationResult, LedgerEntry, TaskGraph, Verifier
+from weft_megamcp.models import VerificationResult
+from weft_megamcp.service import GroupService
 
 
 @dataclass
@@ -27,20 +29,19 @@ class AgenticCheckpoints:
 
 
 async def replay_checkpoints(
-    service: Any,
+    service: GroupService,
     graph: TaskGraph,
     order: list[str],
     entries: list[LedgerEntry],
     *,
     snapshots: dict[str, str | None],
-    verifier: dict[str, Any],
-    bindings: dict[str, Any],
-    evaluation: Any,
+    verifier: Verifier,
+    evaluation: Callable[[VerificationResult], tuple[EvaluationResult | None, str | None]],
 ) -> AgenticCheckpoints:
     """`entries` in the order they were served; `evaluation(result) -> (EvaluationResult|None, err)`."""
     result = AgenticCheckpoints()
     shadow = await service.create_group(
-        mcps=snapshots, verifier=verifier, task_id=f"{graph.id}#agentic-replay", bindings=bindings
+        mcps=snapshots, verifier=verifier, task_id=f"{graph.id}#agentic-replay"
     )
     pending = list(order)
     try:

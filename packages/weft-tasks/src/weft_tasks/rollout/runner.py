@@ -25,20 +25,20 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import (
     CapturedCall,
     ChatMessage,
-    CheckOutcome,
     EvaluationResult,
     TaskGraph,
     Trace,
     TurnSegment,
     ViewMode,
 )
+from weft_megamcp.models import VerificationResult
+from weft_megamcp.service import GroupService
 from weft_tasks.gateway import CaptureGateway, mark_merges, tie_calls
 from weft_tasks.harness.protocol import Harness, HarnessTask, MCPEndpoint
 from weft_tasks.rollout.agentic import replay_checkpoints
 from weft_tasks.rollout.infra import infrastructure_entries, is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger
 from weft_tasks.rollout.plan import RolloutPlan
-from weft_tasks.rollout.service import GroupService
 from weft_tasks.rollout.settings import RolloutSettings
 from weft_tasks.rollout.sink import TraceSink
 from weft_tasks.views import (
@@ -52,7 +52,6 @@ from weft_tasks.views import (
 
 log = logging.getLogger(__name__)
 
-FINAL_CHECKPOINT = "final"
 INFRA_PREFIX = "infrastructure: "
 
 
@@ -60,40 +59,11 @@ class _InfrastructureInLedger(Exception):
     """The ledger shows a crash or timeout of MegaMCP, not of the policy."""
 
 
-def verifier_of(graph: TaskGraph) -> dict[str, Any]:
-    """Checks per checkpoint: one per node, and `final` (the graph's final checks, or every node's
-    checks when it has none)."""
-    verifier: dict[str, Any] = {
-        n.id: [c.model_dump(mode="json") for c in n.checks] for n in graph.nodes
-    }
-    final = graph.final_checks or [c for n in graph.nodes for c in n.checks]
-    verifier[FINAL_CHECKPOINT] = [c.model_dump(mode="json") for c in final]
-    return verifier
-
-
-def bindings_of(graph: TaskGraph) -> dict[str, Any]:
-    """Entity-binding values for `{"$binding": "customer.email"}` references in checks."""
-    return {b.name: dict(b.value) for b in graph.bindings}
-
-
-def evaluation_of(result: Any) -> tuple[EvaluationResult | None, str | None]:
+def evaluation_of(result: VerificationResult) -> tuple[EvaluationResult | None, str | None]:
     """(outcome, None) from a MegaMCP verification result, or (None, why it has none)."""
-    if result is None:
-        return None, "no verification result"
-    error = getattr(result, "error", None)
-    if error:
-        return None, str(error)
-    outcomes = [CheckOutcome.model_validate(o, from_attributes=True) for o in result.outcomes]
-    return EvaluationResult(outcomes=outcomes), None
-
-
-def _ledger_dict(raw: Any) -> dict[str, list[Any]]:
-    if isinstance(raw, Mapping):
-        return {k: list(v) for k, v in raw.items()}
-    grouped: dict[str, list[Any]] = {}
-    for entry in raw or []:
-        grouped.setdefault(entry.mcp, []).append(entry)
-    return grouped
+    if result.error:
+        return None, result.error
+    return EvaluationResult(outcomes=list(result.outcomes)), None
 
 
 def _rollout_scoped(entry: Any, rollout_id: str) -> Any:
@@ -143,9 +113,8 @@ async def _attempt(
     }
     handle = await service.create_group(
         mcps=snapshots,
-        verifier=verifier_of(graph),
+        verifier=graph.verifier(),
         task_id=graph.id,
-        bindings=bindings_of(graph),
     )
     problems: list[str] = []
     turns: list[_Turn] = []
@@ -175,7 +144,7 @@ async def _attempt(
         run = await harness.run(task, endpoints, on_turn)
         if run.stopped:
             problems.append(f"harness stopped: {run.stopped}")
-        raw_ledger = _ledger_dict(await service.ledger(handle))
+        raw_ledger = await service.ledger(handle)
         entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
         entries = [_rollout_scoped(e, plan.rollout_id) for e in entries]
         if infrastructure_entries(entries):
@@ -255,8 +224,7 @@ async def _agentic_turns(
         order,
         served,
         snapshots=snapshots,
-        verifier=verifier_of(graph),
-        bindings=bindings_of(graph),
+        verifier=graph.verifier(),
         evaluation=evaluation_of,
     )
     problems += replay.problems

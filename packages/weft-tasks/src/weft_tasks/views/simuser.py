@@ -11,15 +11,20 @@ replaced by the programmatic text, so a simulator never discloses out of order.
 from __future__ import annotations
 
 import json
+import operator
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
 from pydantic import BaseModel, Field
 
+from weft_core.llm import model_display_name
 from weft_core.models import Disclosure, TaskGraph, TaskNode, TaskView, ViewMode
 from weft_tasks.views._order import disclosure_order
 from weft_tasks.views.disclosure import (
@@ -128,10 +133,21 @@ class SimUserTurnState(BaseModel):
     facts: str
     draft: str = ""
     problems: list[str] = Field(default_factory=list)
-    rejected: list[str] = Field(default_factory=list)
+    rejected: Annotated[list[str], operator.add] = Field(
+        default_factory=list, description="Drafts the validator refused (appended to)."
+    )
     attempts: int = 0
+    max_attempts: int = Field(default=2, description="Drafts before the template is used.")
     request: str = ""
     strategy: str = ""
+
+
+@dataclass(frozen=True)
+class SimUserContext:
+    """What one turn's graph run depends on (LangGraph `context_schema`)."""
+
+    model: BaseChatModel
+    turn: TurnContext
 
 
 def _parse_request(content: Any) -> str:
@@ -153,45 +169,51 @@ def _parse_request(content: Any) -> str:
     return text.strip()
 
 
-def build_simuser_graph(model: BaseChatModel, ctx: TurnContext, max_attempts: int = 2) -> Any:
-    """draft (LLM) -> validate -> (done | draft again with the problems | programmatic fallback)."""
-
-    async def draft(state: SimUserTurnState) -> dict[str, Any]:
-        messages = [SystemMessage(state.system), HumanMessage(state.facts)]
-        if state.problems:
-            messages.append(
-                HumanMessage(
-                    "Your last draft was rejected: "
-                    + "; ".join(state.problems)
-                    + ". Write it again."
-                )
+async def draft_node(state: SimUserTurnState, runtime: Runtime[SimUserContext]) -> dict[str, Any]:
+    messages = [SystemMessage(state.system), HumanMessage(state.facts)]
+    if state.problems:
+        messages.append(
+            HumanMessage(
+                "Your last draft was rejected: " + "; ".join(state.problems) + ". Write it again."
             )
-        reply = await model.ainvoke(messages)
-        return {"draft": _parse_request(reply.content), "attempts": state.attempts + 1}
+        )
+    reply = await runtime.context.model.ainvoke(messages)
+    return {"draft": _parse_request(reply.content), "attempts": state.attempts + 1}
 
-    def validate(state: SimUserTurnState) -> dict[str, Any]:
-        problems = validate_request(state.draft, ctx)
-        if problems:
-            return {"problems": problems, "rejected": [*state.rejected, state.draft]}
-        return {"problems": [], "request": state.draft, "strategy": "llm"}
 
-    def fallback(state: SimUserTurnState) -> dict[str, Any]:
-        return {"request": ctx.template, "strategy": "programmatic-fallback"}
+def validate_node(state: SimUserTurnState, runtime: Runtime[SimUserContext]) -> dict[str, Any]:
+    problems = validate_request(state.draft, runtime.context.turn)
+    if problems:
+        return {"problems": problems, "rejected": [state.draft]}
+    return {"problems": [], "request": state.draft, "strategy": "llm"}
 
-    def route(state: SimUserTurnState) -> str:
-        if not state.problems:
-            return END
-        return "draft" if state.attempts < max_attempts else "fallback"
 
-    g = StateGraph(SimUserTurnState)
-    g.add_node("draft", draft)
-    g.add_node("validate", validate)
-    g.add_node("fallback", fallback)
+def fallback_node(state: SimUserTurnState, runtime: Runtime[SimUserContext]) -> dict[str, Any]:
+    return {"request": runtime.context.turn.template, "strategy": "programmatic-fallback"}
+
+
+def route_after_validate(state: SimUserTurnState) -> str:
+    if not state.problems:
+        return END
+    return "draft" if state.attempts < state.max_attempts else "fallback"
+
+
+def build_simuser_graph(
+    *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[SimUserTurnState, SimUserContext, SimUserTurnState, SimUserTurnState]:
+    """draft (LLM) -> validate -> (done | draft again with the problems | programmatic fallback).
+
+    Compiled once per writer; each turn runs it with `context=SimUserContext(model, turn)`.
+    """
+    g = StateGraph(SimUserTurnState, context_schema=SimUserContext)
+    g.add_node("draft", draft_node)
+    g.add_node("validate", validate_node)
+    g.add_node("fallback", fallback_node)
     g.add_edge(START, "draft")
     g.add_edge("draft", "validate")
-    g.add_conditional_edges("validate", route, ["draft", "fallback", END])
+    g.add_conditional_edges("validate", route_after_validate, ["draft", "fallback", END])
     g.add_edge("fallback", END)
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
 
 
 _SYSTEM = (
@@ -207,12 +229,9 @@ class LLMRequestWriter:
     def __init__(self, model: BaseChatModel, *, max_attempts: int = 2) -> None:
         self.model = model
         self.max_attempts = max_attempts
-        self.strategy = (
-            getattr(model, "model_name", None)
-            or getattr(model, "model", None)
-            or type(model).__name__
-        )
+        self.strategy = model_display_name(model)
         self.log: list[SimUserTurnState] = []
+        self.graph = build_simuser_graph()
 
     async def write(self, ctx: TurnContext) -> str:
         must = "; ".join(ctx.required) or "(none)"
@@ -224,11 +243,13 @@ class LLMRequestWriter:
             "plain version does not state."
         )
         state = SimUserTurnState(
-            system=_SYSTEM.format(role=ctx.persona.role, style=ctx.persona.style), facts=facts
+            system=_SYSTEM.format(role=ctx.persona.role, style=ctx.persona.style),
+            facts=facts,
+            max_attempts=self.max_attempts,
         )
-        graph = build_simuser_graph(self.model, ctx, self.max_attempts)
         try:
-            result = SimUserTurnState.model_validate(await graph.ainvoke(state))
+            out = await self.graph.ainvoke(state, context=SimUserContext(self.model, ctx))
+            result = SimUserTurnState.model_validate(out)
         except Exception as exc:  # a broken model must not stop the rollout: use the template
             result = state.model_copy(
                 update={

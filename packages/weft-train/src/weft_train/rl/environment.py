@@ -14,7 +14,6 @@ from weft_megamcp.client import MegaMCPClient
 from weft_megamcp.models import GroupHandle
 from weft_tasks.harness.mcp_tools import public_tool_name, split_tool_name
 from weft_tasks.rollout.infra import is_infrastructure_error
-from weft_tasks.rollout.runner import bindings_of, verifier_of
 from weft_train.rl.sampling import InfrastructureFailure, infrastructure_failure
 
 
@@ -62,9 +61,8 @@ class MegaMCPEnvironment:
         try:
             group = await self.client.create_group(
                 snapshots,
-                verifier=verifier_of(self.graph),
+                verifier=self.graph.verifier(),
                 task_id=self.graph.id,
-                bindings=bindings_of(self.graph),
             )
             if not self.tools:
                 for mcp in self.graph.mcps:

@@ -39,7 +39,7 @@ from weft_tasks.harness.messages import model_calls, to_chat_messages
 from weft_tasks.harness.protocol import MCPEndpoint
 from weft_tasks.harness.react import SYSTEM_PROMPT
 from weft_tasks.rollout.ledger_match import match_ledger
-from weft_tasks.rollout.runner import bindings_of, evaluation_of, verifier_of
+from weft_tasks.rollout.runner import evaluation_of
 from weft_tasks.views import ProgrammaticRequestWriter, SimUser, build_view, persona_of
 from weft_train.errors import TrainRuntimeError
 
@@ -165,9 +165,7 @@ async def sample_trajectory(
         mcp: (graph.initial_snapshots[mcp].uri if mcp in graph.initial_snapshots else None)
         for mcp in graph.mcps
     }
-    handle = await service.create_group(
-        mcps=snapshots, verifier=verifier_of(graph), task_id=graph.id, bindings=bindings_of(graph)
-    )
+    handle = await service.create_group(mcps=snapshots, verifier=graph.verifier(), task_id=graph.id)
     try:
         endpoints = {
             mcp: MCPEndpoint(mcp=mcp, url=s.url, token=s.token)

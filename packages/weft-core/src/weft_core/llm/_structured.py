@@ -3,7 +3,8 @@
 Works with any LangChain chat model: the answer may arrive as a tool call (models with native
 structured output / tool binding) or as JSON in the message text (plain models, fenced or not).
 A wrong answer is fed back once per retry with the validation error, the way an agent
-conversation would correct it; after the retries an `LLMOutputError` names what was wrong.
+conversation would correct it; after the retries a `ModelOutputError` names what was wrong.
+Callers that fall back to a programmatic strategy catch it; nothing else about a bad answer raises.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
-from weft_core.llm import reply_payload
-from weft_tasks.exceptions import LLMOutputError
+from weft_core.exceptions import ModelOutputError
+from weft_core.llm._reply import reply_payload
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -24,9 +25,9 @@ M = TypeVar("M", bound=BaseModel)
 def ask_structured(
     llm: BaseChatModel,
     schema: type[M],
-    system: str,
     prompt: str,
     *,
+    system: str | None = None,
     retries: int = 1,
     what: str = "answer",
 ) -> M:
@@ -35,8 +36,8 @@ def ask_structured(
         model: Any = llm.bind_tools([schema])
     except (NotImplementedError, AttributeError):
         model = llm
-    messages: list[BaseMessage] = [
-        SystemMessage(system),
+    messages: list[BaseMessage] = [SystemMessage(system)] if system else []
+    messages += [
         HumanMessage(
             f"{prompt}\n\nAnswer with one JSON object matching this JSON Schema:\n"
             f"{json.dumps(schema.model_json_schema())}"
@@ -55,7 +56,7 @@ def ask_structured(
                     f"That {what} is invalid: {last_error}. Answer again with valid JSON."
                 ),
             ]
-    raise LLMOutputError(f"the model gave no valid {what}: {last_error}")
+    raise ModelOutputError(f"the model gave no valid {what}: {last_error}")
 
 
 def _short(exc: Exception) -> str:
