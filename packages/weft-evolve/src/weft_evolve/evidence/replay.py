@@ -9,6 +9,7 @@ node gets its own verdict, so one defect does not hide another.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from typing import Any
@@ -166,8 +167,6 @@ async def replay_reference(
                 graph.node(node_id).checks, evidence, bindings=bindings_of(graph)
             )
     finally:
-        try:
+        with contextlib.suppress(Exception):  # a close failure must not hide the evidence
             await client.close(group)
-        except Exception:  # a close failure must not hide the evidence gathered
-            pass
     return replay
