@@ -173,6 +173,9 @@ class Attribution(WeftModel):
     trace_id: str
     view: str
     harness: str
+    unit_kind: Literal["failed_checkpoint", "rubric_disagreement", "audit", "operational"] = (
+        "failed_checkpoint"
+    )
     component: Component
     target: Target = Field(default_factory=Target)
     decided_by: Literal["rules", "llm", "programmatic"] = "rules"

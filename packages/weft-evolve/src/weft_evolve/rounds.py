@@ -189,6 +189,7 @@ async def _revalidate_flagged(
                         trace_id="",
                         view="",
                         harness="",
+                        unit_kind="operational",
                         component=Component.ENVIRONMENT,
                         rule="operational_revalidation_failed",
                         target=Target(mcp=mcp, tool=t.tool, fix=Fix.REVISE_ROUTE),
@@ -275,6 +276,7 @@ async def run_round(
                     trace_id="",
                     view="",
                     harness="",
+                    unit_kind="audit",
                     component=Component.VERIFIER,
                     target=d.target,
                     rule="audit_effect_not_checked",
@@ -382,10 +384,10 @@ async def apply_revisions(
         comps = Counter(a.component for a in atts)
         if comps.most_common(1)[0][0] is not Component.TASK:
             continue
-        rev = await revise_task(graphs[tid], nid, atts, replays.get(tid), world, probe)
-        if rev[1] is not None:
-            graphs[tid] = rev[1]
-        revisions.append(rev[0])
+        task_rev, new_graph = await revise_task(graphs[tid], nid, atts, replays.get(tid), world, probe)
+        if new_graph is not None:
+            graphs[tid] = new_graph
+        revisions.append(task_rev)
     return revisions, graphs
 
 

@@ -132,6 +132,7 @@ def _base(unit: FailureUnit) -> dict[str, Any]:
         "trace_id": unit.trace_id,
         "view": unit.view,
         "harness": unit.harness,
+        "unit_kind": unit.kind,
     }
 
 

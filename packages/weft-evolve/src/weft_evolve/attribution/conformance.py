@@ -82,8 +82,12 @@ def judge_call(
     contract: ToolContract | None,
     before: DBState | None,
     after: DBState | None,
+    *,
+    later_writes: set[str] | None = None,
 ) -> CallJudgement:
-    """Judge one replayed reference call. `before`/`after`: the MCP's state around its node."""
+    """Judge one replayed reference call. `before`/`after`: the MCP's state around its node;
+    `later_writes`: entities later calls of the same node write (then `after` is not this
+    call's state and its write cannot be judged from it)."""
     if contract is None:
         return CallJudgement(
             verdict="unknown", rule="no_contract", detail=f"no contract for {call.tool}"
@@ -91,6 +95,10 @@ def judge_call(
     if call.is_error:
         return _judge_error(call, contract, before)
     if contract.operation in _WRITE_OPS:
+        if contract.entity in (later_writes or set()):
+            return CallJudgement(
+                verdict="unknown", rule="overwritten_in_node", detail="a later call rewrites it"
+            )
         return _judge_write(call, contract, before, after)
     if contract.operation in _READ_OPS:
         return _judge_read(call, contract, before)
@@ -101,7 +109,7 @@ def judge_call(
 
 def _judge_error(call: CallRecord, contract: ToolContract, before: DBState | None) -> CallJudgement:
     code = call.error_code or "unknown"
-    data = {"tool": call.tool, "error": call.text[:300], "code": code}
+    data: dict[str, Any] = {"tool": call.tool, "error": call.text[:300], "code": code}
     if code not in declared_codes(contract):
         return CallJudgement(
             verdict="environment",
@@ -275,3 +283,15 @@ def contract_of(contracts: dict[str, ContractSet], mcp: str, tool: str) -> ToolC
         return cs.contract(tool)
     except KeyError:
         return None
+
+
+def later_writes_of(
+    calls: list[CallRecord], index: int, contracts: dict[str, ContractSet]
+) -> set[str]:
+    """Entities written by the calls after `index` in one node."""
+    out: set[str] = set()
+    for c in calls[index + 1 :]:
+        contract = contract_of(contracts, c.mcp, c.tool)
+        if contract is not None and contract.operation in _WRITE_OPS and contract.entity:
+            out.add(contract.entity)
+    return out

@@ -23,7 +23,7 @@ from weft_core.checks import values_equal
 from weft_core.models import ContractSet, ErrorKind, TaskGraph, TaskNode
 from weft_core.models._base import WeftModel
 from weft_core.state import diff_db
-from weft_evolve.attribution.conformance import contract_of, judge_call
+from weft_evolve.attribution.conformance import contract_of, judge_call, later_writes_of
 from weft_evolve.models import (
     Attribution,
     Component,
@@ -153,9 +153,15 @@ def diagnose_node(
             )
         )
         return d
-    for call in nr.calls:
+    for i, call in enumerate(nr.calls):
         contract = contract_of(contracts, call.mcp, call.tool)
-        j = judge_call(call, contract, nr.before, nr.after)
+        j = judge_call(
+            call,
+            contract,
+            nr.before,
+            nr.after,
+            later_writes=later_writes_of(nr.calls, i, contracts),
+        )
         if j.verdict == "environment":
             d.component, d.rule = Component.ENVIRONMENT, j.rule
             d.target = Target(mcp=call.mcp, tool=call.tool, node_id=node_id, fix=Fix.REVISE_ROUTE)
@@ -267,6 +273,7 @@ def decide_unit(
         "trace_id": unit.trace_id,
         "view": unit.view,
         "harness": unit.harness,
+        "unit_kind": unit.kind,
     }
     infra = [
         e

@@ -16,7 +16,8 @@ from weft_core.checks import values_equal
 from weft_core.models import SnapshotRef, TaskGraph, TaskNode
 from weft_evolve.models import ReferenceReplay
 
-_ENTITY_FIELD = re.compile(r"\b([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)\b")
+# "order.order_id of order ORD-1" names an existing object's field; "new order.status" does not.
+_ENTITY_FIELD = re.compile(r"\b([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*) of\b")
 
 
 def _candidate_value(
@@ -34,10 +35,8 @@ def _candidate_value(
             for row in node.task.seed_rows.get(entity, []):
                 if row.get(field) is not None:
                     candidates.append((row[field], f"fixture row {entity}.{field}"))
-    for row_list in node.task.seed_rows.values():
-        for row in row_list:
-            if row.get(name) is not None:
-                candidates.append((row[name], f"fixture field {name}"))
+    # An input describing a new value ("new order.status") has no source in the task: only
+    # inputs that name an existing object's field are rebound.
     for b in graph.bindings:
         if name in b.value:
             candidates.append((b.value[name], f"binding {b.name}.{name}"))
@@ -129,7 +128,7 @@ def drop_node(graph: TaskGraph, node_id: str) -> tuple[TaskGraph | None, list[st
 
 
 def _read_snapshot(uri: str, dest: Path) -> None:
-    import fsspec
+    import fsspec  # type: ignore[import-untyped]
 
     with fsspec.open(uri, "rb") as src, dest.open("wb") as out:
         shutil.copyfileobj(src, out)

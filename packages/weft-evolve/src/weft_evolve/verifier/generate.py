@@ -27,7 +27,7 @@ from weft_core.models.check import (
     WorkspaceFile,
 )
 from weft_core.state import diff_db
-from weft_evolve.attribution.conformance import contract_of, judge_call
+from weft_evolve.attribution.conformance import contract_of, judge_call, later_writes_of
 from weft_evolve.attribution.rubric import rubric_for
 from weft_evolve.evidence.replay import node_evidence
 from weft_evolve.models import NodeReplay, ReferenceReplay
@@ -47,8 +47,14 @@ def accept_reference(
         return False, "no reference replay"
     if not nr.executed:
         return False, nr.template_error or next(c.text for c in nr.calls if c.is_error)
-    for c in nr.calls:
-        j = judge_call(c, contract_of(contracts, c.mcp, c.tool), nr.before, nr.after)
+    for i, c in enumerate(nr.calls):
+        j = judge_call(
+            c,
+            contract_of(contracts, c.mcp, c.tool),
+            nr.before,
+            nr.after,
+            later_writes=later_writes_of(nr.calls, i, contracts),
+        )
         if j.verdict != "conformant" and j.verdict != "unknown":
             return False, f"{c.tool}: {j.detail}"
     failing = [
