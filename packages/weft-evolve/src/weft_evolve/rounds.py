@@ -384,7 +384,9 @@ async def apply_revisions(
         comps = Counter(a.component for a in atts)
         if comps.most_common(1)[0][0] is not Component.TASK:
             continue
-        task_rev, new_graph = await revise_task(graphs[tid], nid, atts, replays.get(tid), world, probe)
+        task_rev, new_graph = await revise_task(
+            graphs[tid], nid, atts, replays.get(tid), world, probe
+        )
         if new_graph is not None:
             graphs[tid] = new_graph
         revisions.append(task_rev)
