@@ -258,7 +258,8 @@ async def inject(
     all_nodes = [(g.id, n) for g in graphs.values() for n in g.nodes]
 
     # Environment defects: one tool each, every node that calls it is touched.
-    for kind in ("route_raises", "wrong_field", "ignores_argument", "stale_data"):
+    # The most constrained kinds pick first (stale data needs a checked read of one row).
+    for kind in ("stale_data", "wrong_field", "ignores_argument", "route_raises"):
         made = 0
         candidates = sorted(tool_nodes.items(), key=lambda kv: (len(kv[1]), kv[0]))
         rng.shuffle(candidates)

@@ -30,6 +30,12 @@ def test_defaults_and_relative_paths(tmp_path):
     assert config.spec_files() == [(tmp_path / "a.json").resolve()]
     assert config.out_dir == (tmp_path / "o").resolve()
     assert config.rollouts.harnesses == ["teacher", "react"]
+    assert config.evolve.rounds == 0  # evolution is opt-in
+
+
+def test_evolve_section(tmp_path):
+    config = load_config(_write(tmp_path, '[evolve]\nrounds = 3\nviews = ["simuser/vague"]\n'))
+    assert config.evolve.rounds == 3 and config.evolve.views == ["simuser/vague"]
 
 
 @pytest.mark.parametrize(
@@ -39,6 +45,7 @@ def test_defaults_and_relative_paths(tmp_path):
         ("[rollouts]\nconcurrency = 0\n", "rollouts.concurrency"),
         ("[pipeline]\nspecz = []\n", "pipeline.specz"),
         ("[pipeline\n", "not valid TOML"),
+        ("[evolve]\nrounds = -1\n", "evolve.rounds"),
     ],
 )
 def test_bad_configs_name_the_key(tmp_path, text, fragment):

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from weft_core.console import get_console
-from weft_core.models import ContractSet, EnvBundleManifest, TaskGraph, Trace, atomic_write_text
+from weft_core.models import (
+    ContractSet,
+    Disclosure,
+    EnvBundleManifest,
+    TaskGraph,
+    Trace,
+    ViewMode,
+    atomic_write_text,
+)
 from weft_evolve.attribution.agent import AttributionContext, attribute
 from weft_evolve.attribution.rubric import RubricItem, judge_rubric, rubric_for
 from weft_evolve.attribution.rules import NodeDiagnosis, diagnose_node
@@ -56,7 +64,7 @@ class EvolveWorld:
     client: Any
     bundles: dict[str, Path]
     harnesses: dict[str, Any]
-    views: list[tuple[str, str]]
+    views: list[tuple[ViewMode | str, Disclosure | str]]
     out: Path
     settings: EvolveSettings = field(default_factory=EvolveSettings)
     llm: Any = None

@@ -25,7 +25,7 @@ from weft.summary import MCPRow, PipelineSummary, RolloutRow
 from weft_core.console import get_console
 from weft_core.models import TaskGraph
 
-ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
+ENVS, ATOMIC, COMPOSE, ROLLOUTS, EVOLVE = "envs", "atomic", "compose", "rollouts", "evolve"
 
 
 def _log(message: str) -> None:
@@ -337,6 +337,70 @@ async def stage_rollouts(
     return report.traces, out, state
 
 
+# ----------------------------------------------------------------------------- stage 5
+
+
+async def stage_evolve(
+    config: PipelineConfig,
+    store: StageStore,
+    client: Any,
+    graphs: list[TaskGraph],
+    bundles: list[Path],
+    llm: Any,
+    model: str | None,
+) -> str:
+    """`[evolve] rounds = N` evolution rounds (weft-evolve) on copies of the bundles and tasks,
+    so the earlier stages' outputs (and their cache keys) never change; resumable per round."""
+    import shutil
+
+    from weft_evolve import EvolveSettings, EvolveWorld, evolve, print_report, write_report
+
+    key = store.key(
+        EVOLVE,
+        {
+            "tasks": sorted(g.content_hash or g.compute_hash() for g in graphs),
+            "bundles": sorted(file_hash(b / "manifest.json") for b in bundles),
+            "evolve": config.evolve.model_dump(mode="json"),
+            "rollouts": config.rollouts.model_dump(mode="json"),
+            "model": model,
+        },
+    )
+    done = store.done(EVOLVE, key)
+    folder = store.begin(EVOLVE, key, keep=True)
+    envs = folder / "envs"
+    for b in bundles:
+        if not (envs / b.name / "manifest.json").exists():
+            shutil.copytree(b, envs / b.name, ignore=shutil.ignore_patterns("__pycache__"))
+    copies = {p.parent.name: p.parent for p in sorted(envs.glob("*/manifest.json"))}
+    for b in copies.values():
+        await client.register(b)
+    views = (
+        config.rollouts.view_pairs()
+        if not config.evolve.views
+        else config.rollouts.model_copy(update={"views": config.evolve.views}).view_pairs()
+    )
+    world = EvolveWorld(
+        client=client,
+        bundles=copies,
+        harnesses=build_harnesses(config, llm),
+        views=list(views),
+        out=folder,
+        settings=EvolveSettings(
+            rounds=config.evolve.rounds,
+            concurrency=config.rollouts.concurrency,
+            samples=config.rollouts.samples,
+        ),
+        llm=llm,
+    )
+    records = await evolve({g.id: g for g in graphs}, world, config.evolve.rounds)
+    print_report(records)
+    write_report(records, folder)
+    store.finish(
+        EVOLVE, key, {"rounds": len(records), "report": str(folder / "evolve-report.html")}
+    )
+    return "cached" if done is not None else "ran"
+
+
 # ----------------------------------------------------------------------------- all
 
 
@@ -413,6 +477,11 @@ async def run_pipeline(config: PipelineConfig, *, model: str | None = None) -> P
         traces, traces_path, summary.stages[ROLLOUTS] = await stage_rollouts(
             config, store, client, graphs, llm, model
         )
+        if config.evolve.rounds:
+            _log(f"[bold]evolve[/]: {config.evolve.rounds} round(s) on {len(graphs)} task(s)")
+            summary.stages[EVOLVE] = await stage_evolve(
+                config, store, client, graphs, bundles, llm, model
+            )
 
     summary.traces_path = str(traces_path)
     summary.traces = len(traces)
