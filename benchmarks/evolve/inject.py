@@ -620,7 +620,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             flush=True,
         )
         views = [tuple(v.split("/")) for v in args.views]
-        harness = ReActHarness(llm if llm is not None else noisy_policy(args.rate))
+        policy = make_chat_model(args.policy_model) if args.policy_model else None
+        harness = ReActHarness(policy if policy is not None else noisy_policy(args.rate))
         repaired_per_round: list[int] = []
 
         def on_round(record: Any) -> None:
@@ -738,7 +739,12 @@ if __name__ == "__main__":
     )
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", default="", help="LangChain model spec: LLM strategies and policy.")
+    p.add_argument("--model", default="", help="LangChain model spec for the LLM strategies.")
+    p.add_argument(
+        "--policy-model",
+        default="",
+        help="A model as the rollout policy (default: noisy reference policy).",
+    )
     p.add_argument("--resume", action="store_true", help="Keep OUT and continue where it stopped.")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", default="")
