@@ -124,3 +124,14 @@ def test_packet_numbers_its_facts(graph, contracts):
     ctx = _ctx(graph, replay, contracts)
     packet = evidence_packet(_unit(graph, "n2"), ctx)
     assert packet["node"]["tools"] == ["update_order"] and packet["facts"]
+
+
+def test_model_blaming_a_complete_verifier_is_overruled(graph, contracts):
+    replay = make_replay(graph)
+    llm = ScriptedChatModel(
+        [{"component": "verifier", "fix": "regenerate_verifier", "confidence": 0.7}]
+    )
+    [att] = attribute(
+        [_unit(graph, "n2", kind="rubric_disagreement")], _ctx(graph, replay, contracts, llm)
+    )
+    assert att.component is Component.POLICY and "pin every effect" in (att.overridden or "")

@@ -316,6 +316,14 @@ def contradiction(att: Attribution, unit: FailureUnit, ctx: AttributionContext) 
     ):
         return f"the reference itself breaks ({diag.rule}); the checks are not what fails"
     if (
+        comp is Component.VERIFIER
+        and passes
+        and diag is not None
+        and diag.valid
+        and unit.kind == "rubric_disagreement"
+    ):
+        return "the checks pass the accepted reference and pin every effect it makes"
+    if (
         comp is Component.POLICY
         and nr is not None
         and not passes
