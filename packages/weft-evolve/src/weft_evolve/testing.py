@@ -3,8 +3,9 @@
 `NoisyReferencePolicy` plays the reference policy inside any tool-calling loop (ReAct) but, at a
 set rate, perturbs the call it is about to make: a wrong argument value (the next entity's id, an
 edited text, a number off by one), a dropped argument, or another tool of the same MCP. It then
-carries on as a model would — it reads the results it gets, gives up a turn after an error, and
-uses whatever a wrong call returned — so its failures are the policy's own. Mistakes are seeded
+carries on as a model would — it reads the error of a failed mistake and retries the intended
+call, and it uses whatever a wrong call that "worked" returned — so its failures are its own, and
+a trajectory that passes may still hold the tool errors it recovered from. Mistakes are seeded
 by the task, view and position in the conversation, so two rounds over an unchanged task make the
 same mistakes and a changed error rate reflects a changed system.
 """
@@ -17,12 +18,13 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field
 
 from weft_tasks.harness import HarnessTask, ReferencePolicyModel, split_tool_name
 
+_MISTAKE = "_m"  # suffix of a perturbed call's id, so a failed mistake can be corrected
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -74,12 +76,38 @@ class NoisyReferencePolicy(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = self.inner._next(messages)
+        reply = self.inner._next(self._without_failed_mistakes(messages))
         if reply.tool_calls:
             rng = random.Random(f"{self.seed}:{len(messages)}")
             if rng.random() < self.rate:
                 reply = self._perturb(reply, rng)
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    @staticmethod
+    def _without_failed_mistakes(messages: list[BaseMessage]) -> list[BaseMessage]:
+        """The conversation as the policy reasons over it: a mistaken call that failed is seen
+        and corrected (the next step retries the intended call); one that "worked" stands."""
+        failed = {
+            m.tool_call_id
+            for m in messages
+            if isinstance(m, ToolMessage)
+            and m.status == "error"
+            and m.tool_call_id.endswith(_MISTAKE)
+        }
+        if not failed:
+            return messages
+        out: list[BaseMessage] = []
+        for m in messages:
+            if isinstance(m, ToolMessage) and m.tool_call_id in failed:
+                continue
+            if (
+                isinstance(m, AIMessage)
+                and m.tool_calls
+                and all(tc.get("id") in failed for tc in m.tool_calls)
+            ):
+                continue
+            out.append(m)
+        return out
 
     def _perturb(self, reply: AIMessage, rng: random.Random) -> AIMessage:
         call: dict[str, Any] = dict(reply.tool_calls[0])
@@ -104,6 +132,7 @@ class NoisyReferencePolicy(BaseChatModel):
             key = rng.choice(sorted(args))
             args[key] = wrong_value(args[key], rng)
         call["args"] = args
+        call["id"] = f"{call.get('id') or 'call'}{_MISTAKE}"
         return AIMessage(content=reply.content, tool_calls=[call])
 
 
