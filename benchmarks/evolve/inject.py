@@ -520,7 +520,8 @@ def false_revisions(records: list[Any], defects: list[Defect]) -> list[str]:
                 continue
             parts = v.target_key.split(":")
             if v.component.value == "environment":
-                tools = parts[2].split(",")
+                # Only routes that actually changed count (a regenerated route may equal its own).
+                tools = [c.removeprefix("route ") for c in v.changed if c.startswith("route ")]
                 bad += [
                     f"round {r.round}: env {parts[1]}.{t}"
                     for t in tools

@@ -388,15 +388,23 @@ async def apply_revisions(
         if new_graph is not None:
             graphs[tid] = new_graph
         revisions.append(rev)
+    latest: dict[str, ReferenceReplay] = {}
     for (tid, nid), atts in sorted(per_node.items()):
         comps = Counter(a.component for a in atts)
         if comps.most_common(1)[0][0] is not Component.TASK:
             continue
-        task_rev, new_graph = await revise_task(
-            graphs[tid], nid, atts, replays.get(tid), world, probe
+        seen = latest.get(tid)
+        if seen is not None and nid in seen.nodes:
+            nr = seen.nodes[nid]
+            if nr.executed and nr.outcome is not None and nr.outcome.passed:
+                continue  # an earlier revision of this task (e.g. a re-grounded row) solved it
+        task_rev, new_graph, check = await revise_task(
+            graphs[tid], nid, atts, latest.get(tid) or replays.get(tid), world, probe
         )
         if new_graph is not None:
             graphs[tid] = new_graph
+            if check is not None:
+                latest[tid] = check
         revisions.append(task_rev)
     return revisions, graphs
 
@@ -408,7 +416,7 @@ async def revise_task(
     replay: ReferenceReplay | None,
     world: EvolveWorld,
     probe: StateProbe,
-) -> tuple[Revision, TaskGraph | None]:
+) -> tuple[Revision, TaskGraph | None, ReferenceReplay | None]:
     fixes = Counter(a.target.fix for a in atts)
     fix = fixes.most_common(1)[0][0]
     input_name = next((a.target.input_name for a in atts if a.target.input_name), None)
@@ -433,13 +441,13 @@ async def revise_task(
     if new is None and not any(a.rule in droppable for a in atts):
         # Dropping a node changes the task: only when the evidence shows it cannot be supplied.
         rev.error = "no evidence-backed revision (nothing to rebind or re-ground)"
-        return rev, None
+        return rev, None, None
     if new is None:
         new, changes = drop_node(graph, node_id)
         rev.fix = Fix.DROP_NODE
     if new is None:
         rev.error = "no revision possible (the graph would be empty)"
-        return rev, None
+        return rev, None, None
     rev.changed = changes
     # Revalidation: the revised task's reference must solve the revised node, and every node the
     # old version's reference solved must stay solved.
@@ -461,10 +469,10 @@ async def revise_task(
     ]
     if check.error or bad:
         rev.error = check.error or f"revalidation failed on {bad}"
-        return rev, None
+        return rev, None, None
     rev.revalidated = True
     rev.to_version = f"{new.id}@v{new.version}"
-    return rev, new
+    return rev, new, check
 
 
 async def evolve(

@@ -177,9 +177,13 @@ def _judge_write(
         row = _row_by(after, key[1], key[2], call.arguments[key[0]])
         rows = [row] if row is not None else []
         table = key[1]
-    else:
+    elif contract.operation == "create":
         old = set((before.tables.get(table) or {}) if before else {})
         rows = [r for k, r in (after.tables.get(table) or {}).items() if k not in old]
+    else:
+        # An update located by something other than a key (e.g. a reference): any row of the
+        # table may be the one it wrote.
+        rows = list((after.tables.get(table) or {}).values())
     if not rows:
         return CallJudgement(
             verdict="environment",
