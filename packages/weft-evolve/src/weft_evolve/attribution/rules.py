@@ -59,8 +59,8 @@ def _fixture_has(node: TaskNode, table: str, field: str, value: Any) -> bool:
 
 
 def _effects(nr: NodeReplay, contracts: dict[str, ContractSet]) -> list[tuple[str, str, Any]]:
-    """(table, field, value) the node's reference wrote from its value arguments: the effects
-    the intent names (keys and references locate rows; they are not effects)."""
+    """(table, field, value) the node's reference wrote from its value arguments or through a
+    declared transition: the effects the intent names (keys and references locate rows)."""
     if nr.before is None or nr.after is None:
         return []
     wanted: list[tuple[str, str, Any]] = []
@@ -80,6 +80,11 @@ def _effects(nr: NodeReplay, contracts: dict[str, ContractSet]) -> list[tuple[st
                 and c.arguments.get(m.argument) is not None
             ):
                 wanted.append((m.entity, m.field, c.arguments[m.argument]))
+        # The state transition the tool declares (e.g. order.status -> shipped) is named by
+        # the intent as much as the values it is given.
+        for t in contract.transitions:
+            if t.to_value is not None:
+                wanted.append((t.entity, t.field, t.to_value))
     diff = diff_db(nr.before, nr.after)
     out: list[tuple[str, str, Any]] = []
     for table, field, value in wanted:
