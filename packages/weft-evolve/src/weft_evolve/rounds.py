@@ -437,7 +437,7 @@ async def revise_task(
         new, changes = rebind(graph, node_id, input_name, replay)
         if new is not None:
             rev.fix = Fix.REBIND
-    droppable = {"input_not_supplied", "key_absent_from_state"}
+    droppable = {"input_not_supplied", "key_absent_from_state", "no_matching_state"}
     if new is None and not any(a.rule in droppable for a in atts):
         # Dropping a node changes the task: only when the evidence shows it cannot be supplied.
         rev.error = "no evidence-backed revision (nothing to rebind or re-ground)"

@@ -84,3 +84,25 @@ def test_stale_read_disagrees_with_state(contracts):
         None,
     )
     assert (j.verdict, j.rule) == ("environment", "read_disagrees_with_state")
+
+
+def test_empty_filtered_answer_is_judged_against_the_state():
+    from weft_core.models.env import ArgMapping, ToolContract
+
+    lst = ToolContract(
+        tool="list_orders",
+        state_kind="database",
+        operation="list",
+        entity="order",
+        mappings=[ArgMapping(argument="status", entity="order", field="status", role="filter")],
+    )
+    empty = {"items": [], "count": 0}
+    none_match = judge_call(
+        _call("list_orders", {"status": "lost"}, value=empty), lst, db(ORDERS), None
+    )
+    some_match = judge_call(
+        _call("list_orders", {"status": "pending"}, value=empty), lst, db(ORDERS), None
+    )
+    assert (none_match.verdict, none_match.rule) == ("task", "no_matching_state")
+    assert none_match.data["argument"] == "status" and none_match.data["alone"]
+    assert (some_match.verdict, some_match.rule) == ("environment", "empty_answer_but_rows_match")

@@ -258,6 +258,48 @@ def _judge_read(call: CallRecord, contract: ToolContract, before: DBState | None
         for obj in _objects(call.value):
             if pk in obj and (m.field or "") in obj and not values_equal(obj[m.field or ""], want):
                 ignored.append({"argument": m.argument, "key": obj[pk], "got": obj[m.field or ""]})
+    returned = [o for o in _objects(call.value) if pk in o]
+    if not returned and filters:
+        # An empty answer: does the state hold what the call asked for?
+        rows = list(before.tables[entity].values())
+        wanted = {
+            m.argument: (m.field or "", call.arguments[m.argument])
+            for m in filters
+            if call.arguments[m.argument] is not None
+            and not isinstance(call.arguments[m.argument], dict | list)
+        }
+        matching = [r for r in rows if all(values_equal(r.get(f), v) for f, v in wanted.values())]
+        if matching:
+            return CallJudgement(
+                verdict="environment",
+                rule="empty_answer_but_rows_match",
+                detail=f"{call.tool} returned no {entity} although {len(matching)} row(s) of the "
+                f"state match {wanted}",
+                data={"tool": call.tool, "matching": len(matching)},
+            )
+        if wanted:
+            # The filter that matches nothing on its own names the culprit; if each matches
+            # something, the state lacks the combination.
+            alone = [
+                a
+                for a, (f, v) in wanted.items()
+                if not any(values_equal(r.get(f), v) for r in rows)
+            ]
+            arg = alone[0] if alone else next(iter(wanted))
+            field, value = wanted[arg]
+            return CallJudgement(
+                verdict="task",
+                rule="no_matching_state",
+                detail=f"no {entity} in the state the task starts from matches {wanted}, so "
+                f"{call.tool} has nothing to return",
+                data={
+                    "entity": entity,
+                    "field": field,
+                    "value": value,
+                    "argument": arg,
+                    "alone": bool(alone),
+                },
+            )
     if stale:
         s = stale[0]
         return CallJudgement(

@@ -185,7 +185,15 @@ def diagnose_node(
         if j.verdict == "task":
             d.component, d.rule = Component.TASK, j.rule
             fix = Fix.REGROUND
-            if j.rule == "key_absent_from_state":
+            if j.rule == "no_matching_state":
+                value, table, field = j.data["value"], j.data["entity"], j.data["field"]
+                fix = (
+                    Fix.REGROUND
+                    if _fixture_has(node, table, field, value) or not j.data.get("alone")
+                    else Fix.REBIND
+                )
+                d.target = Target(node_id=node_id, input_name=j.data.get("argument"), fix=fix)
+            elif j.rule == "key_absent_from_state":
                 value, table, field = j.data.get("value"), j.data["entity"], j.data["field"]
                 fix = Fix.REGROUND if _fixture_has(node, table, field, value) else Fix.REBIND
                 arg = next((k for k, v in call.arguments.items() if values_equal(v, value)), None)
