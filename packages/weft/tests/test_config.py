@@ -31,6 +31,12 @@ def test_defaults_and_relative_paths(tmp_path):
     assert config.out_dir == (tmp_path / "o").resolve()
     assert config.rollouts.harnesses == ["teacher", "react"]
     assert not config.sft.enabled and config.sft.method == "prefix"
+    assert config.evolve.rounds == 0  # evolution is opt-in
+
+
+def test_evolve_section(tmp_path):
+    config = load_config(_write(tmp_path, '[evolve]\nrounds = 3\nviews = ["simuser/vague"]\n'))
+    assert config.evolve.rounds == 3 and config.evolve.views == ["simuser/vague"]
 
 
 @pytest.mark.parametrize(
@@ -42,6 +48,7 @@ def test_defaults_and_relative_paths(tmp_path):
         ("[pipeline\n", "not valid TOML"),
         ('[sft]\nmethod = "greedy"\n', "sft.method"),
         ("[sft]\nk = -1\n", "sft.k"),
+        ("[evolve]\nrounds = -1\n", "evolve.rounds"),
     ],
 )
 def test_bad_configs_name_the_key(tmp_path, text, fragment):

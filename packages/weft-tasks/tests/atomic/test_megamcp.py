@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from weft_core.models import ReferenceCall, ReturnContains
+from weft_core.models import ReferenceCall, ReturnContains, Verifier
 from weft_tasks.atomic.megamcp import BatchedGroup, megamcp_client
-from weft_tasks.atomic.validation import checks_payload
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +32,7 @@ async def test_binds_split_batches_and_checks_ride_the_last(
             client,
             {mcp_id: None},
             {"crm": mcp_id},
-            verifier={"final": checks_payload(checks, mcp_id)},
+            verifier=Verifier.final([c.model_copy(update={"mcp": mcp_id}) for c in checks]),
             task_id="t1",
         )
         run, tail = await group.run_calls(
@@ -48,7 +47,7 @@ async def test_binds_split_batches_and_checks_ride_the_last(
         assert final is not None and final.passed, final
 
         failing = BatchedGroup(
-            client, {mcp_id: None}, {"crm": mcp_id}, verifier={"final": []}, task_id="t2"
+            client, {mcp_id: None}, {"crm": mcp_id}, verifier=Verifier.final([]), task_id="t2"
         )
         bad = [
             ReferenceCall(tool="get_customer", arguments={"customer_id": 999_999}),

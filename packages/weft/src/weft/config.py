@@ -142,6 +142,16 @@ class MegaMCPSection(_Section):
     admin_token: str = Field(default="", description="Admin token of that host.")
 
 
+class EvolveSection(_Section):
+    rounds: int = Field(
+        default=0, ge=0, description="Evolution rounds after the rollouts (weft-evolve); 0 = off."
+    )
+    views: list[str] = Field(
+        default_factory=list,
+        description="mode/disclosure views of evolution rollouts; [] = [rollouts].views.",
+    )
+
+
 class PipelineConfig(_Section):
     pipeline: PipelineSection = Field(default_factory=PipelineSection)
     envsynth: EnvsynthSection = Field(default_factory=EnvsynthSection)
@@ -149,6 +159,7 @@ class PipelineConfig(_Section):
     rollouts: RolloutsSection = Field(default_factory=RolloutsSection)
     sft: SftSection = Field(default_factory=SftSection)
     megamcp: MegaMCPSection = Field(default_factory=MegaMCPSection)
+    evolve: EvolveSection = Field(default_factory=EvolveSection)
     base_dir: Path = Field(
         default_factory=Path.cwd, exclude=True, description="Folder relative paths start from."
     )

@@ -22,7 +22,14 @@ from langchain_core.language_models import BaseChatModel
 
 from weft.config import PipelineConfig
 from weft.errors import ConfigError, StageError
-from weft.stages import AtomicRecord, ComposeRecord, RolloutsRecord, StageStore, file_hash
+from weft.stages import (
+    AtomicRecord,
+    ComposeRecord,
+    EvolveRecord,
+    RolloutsRecord,
+    StageStore,
+    file_hash,
+)
 from weft.summary import MCPRow, PipelineSummary, RolloutRow
 from weft_core.console import get_console
 from weft_core.exceptions import WeftError
@@ -31,7 +38,8 @@ from weft_envsynth.pipeline import SynthResult, synthesize_file
 from weft_megamcp.service import GroupService
 from weft_tasks.atomic.megamcp import Registrar
 
-ENVS, ATOMIC, COMPOSE, ROLLOUTS, SFT = "envs", "atomic", "compose", "rollouts", "sft"
+ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
+SFT, EVOLVE = "sft", "evolve"
 MODEL_CALLS = "model-calls.jsonl"  # every model call of a run, for `weft run --replay`
 
 
@@ -485,9 +493,9 @@ async def stage_rollouts(
 async def stage_sft(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     graphs: list[TaskGraph],
-    llm: Any,
+    llm: BaseChatModel | None,
     model: str | None,
 ) -> tuple[dict[str, Any], str]:
     """SFT data by rejection sampling (teacher: the pipeline's model, else the reference policy),
@@ -538,6 +546,73 @@ async def stage_sft(
         result.trained_model = corpus_ref(result.trained_model, config.out_dir)
     record = store.finish(SFT, key, result).model_dump(mode="json")
     return record, "ran" if result.resumed == 0 else f"resumed ({result.resumed} done before)"
+
+
+async def stage_evolve(
+    config: PipelineConfig,
+    store: StageStore,
+    client: GroupService,
+    graphs: list[TaskGraph],
+    bundles: list[Path],
+    llm: BaseChatModel | None,
+    model: str | None,
+) -> str:
+    """`[evolve] rounds = N` evolution rounds (weft-evolve) on copies of the bundles and tasks,
+    so the earlier stages' outputs (and their cache keys) never change; resumable per round."""
+    import shutil
+
+    from weft_core.refs import corpus_ref
+    from weft_evolve import EvolveSettings, EvolveWorld, evolve, print_report, write_report
+
+    key = store.key(
+        EVOLVE,
+        {
+            "tasks": sorted(g.content_hash or g.compute_hash() for g in graphs),
+            "bundles": sorted(file_hash(b / "manifest.json") for b in bundles),
+            "evolve": config.evolve.model_dump(mode="json"),
+            "rollouts": config.rollouts.model_dump(mode="json", exclude={"concurrency"}),
+            "model": model,
+        },
+    )
+    done = store.done(EVOLVE, key, EvolveRecord)
+    folder = store.begin(EVOLVE, key, keep=True)
+    envs = folder / "envs"
+    for b in bundles:
+        if not (envs / b.name / "manifest.json").exists():
+            shutil.copytree(b, envs / b.name, ignore=shutil.ignore_patterns("__pycache__"))
+    copies = {p.parent.name: p.parent for p in sorted(envs.glob("*/manifest.json"))}
+    for b in copies.values():
+        await client.register(str(b))
+    views = (
+        config.rollouts.view_pairs()
+        if not config.evolve.views
+        else config.rollouts.model_copy(update={"views": config.evolve.views}).view_pairs()
+    )
+    world = EvolveWorld(
+        client=client,
+        bundles=copies,
+        harnesses=build_harnesses(config, llm),
+        views=list(views),
+        out=folder,
+        settings=EvolveSettings(
+            rounds=config.evolve.rounds,
+            concurrency=config.rollouts.concurrency,
+            samples=config.rollouts.samples,
+        ),
+        llm=llm,
+    )
+    records = await evolve({g.id: g for g in graphs}, world, config.evolve.rounds)
+    print_report(records)
+    write_report(records, folder)
+    store.finish(
+        EVOLVE,
+        key,
+        EvolveRecord(
+            rounds=len(records),
+            report=corpus_ref(folder / "evolve-report.html", config.out_dir),
+        ),
+    )
+    return "cached" if done is not None else "ran"
 
 
 # ----------------------------------------------------------------------------- all
@@ -641,6 +716,11 @@ async def run_pipeline(
             _log(f"[bold]sft[/] data from {len(graphs)} task(s)")
             summary.sft, summary.stages[SFT] = await stage_sft(
                 config, store, client, graphs, llm, model
+            )
+        if config.evolve.rounds:
+            _log(f"[bold]evolve[/]: {config.evolve.rounds} round(s) on {len(graphs)} task(s)")
+            summary.stages[EVOLVE] = await stage_evolve(
+                config, store, client, graphs, bundles, llm, model
             )
 
     summary.traces_path = corpus_ref(traces_path, out)

@@ -42,6 +42,13 @@ class RolloutsRecord(BaseModel):
     rollouts: int = 0
 
 
+class EvolveRecord(BaseModel):
+    """The evolve stage's outcome: rounds run and the round report (corpus-relative)."""
+
+    rounds: int = 0
+    report: str = Field(description="The HTML round report, relative to OUT.")
+
+
 def file_hash(path: Path) -> str:
     return "sha256:" + sha256_bytes(path.read_bytes())
 
