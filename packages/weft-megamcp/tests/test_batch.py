@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from weft_core.models import RowExists
+from weft_core.models import RowExists, Verifier
 from weft_megamcp.client import MegaMCPClient
 from weft_megamcp.exceptions import NotFoundError
 from weft_megamcp.models import CallOp, FreezeOp, VerifyOp
@@ -17,10 +17,12 @@ async def test_run_replays_calls_checks_and_closes_in_one_request(
     client: MegaMCPClient, notes: MCPRecord
 ) -> None:
     m = notes.mcp_id
-    verifier = {
-        "step1": [RowExists(id="grace", table="contact", where={"name": "Grace"})],
-        "final": [RowExists(id="hopper", table="contact", where={"email": "h@x.y"})],
-    }
+    verifier = Verifier(
+        checkpoints={
+            "step1": [RowExists(id="grace", table="contact", where={"name": "Grace"})],
+            "final": [RowExists(id="hopper", table="contact", where={"email": "h@x.y"})],
+        }
+    )
     out = await client.run(
         [m],
         [
@@ -50,7 +52,7 @@ async def test_batch_stops_at_the_first_failure_and_ledgers_what_ran(
     client: MegaMCPClient, notes: MCPRecord
 ) -> None:
     m = notes.mcp_id
-    group = await client.create_group([m], verifier={"final": []})
+    group = await client.create_group([m], verifier=Verifier.final([]))
     out = await client.batch(
         group,
         [

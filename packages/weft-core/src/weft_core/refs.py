@@ -21,6 +21,7 @@ import os
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from weft_core._files import atomic_write_text
 from weft_core.exceptions import UserError
 
 CORPUS_MARKER = "weft-corpus.json"
@@ -113,8 +114,6 @@ def find_corpus_root(start: str | os.PathLike[str]) -> Path | None:
 
 def mark_corpus_root(root: str | os.PathLike[str]) -> Path:
     """Make `root` a corpus root (idempotent; the marker's bytes never vary)."""
-    from weft_core.models._base import atomic_write_text
-
     marker = Path(root) / CORPUS_MARKER
     text = json.dumps(CORPUS_FORMAT, indent=2, sort_keys=True) + "\n"
     if not marker.is_file() or marker.read_text(encoding="utf-8") != text:

@@ -1,6 +1,7 @@
 """Weft's artifacts: pydantic models with a JSON form, a schema version, a content hash and a version."""
 
-from weft_core.models._base import Artifact, WeftModel, artifact_time, atomic_write_text
+from weft_core._files import atomic_write_text
+from weft_core.models._base import Artifact, WeftModel, artifact_time
 from weft_core.models.bundle import BUNDLE_FILES, EnvBundleManifest, StateKind, ToolCertification
 from weft_core.models.captured_call import CapturedCall
 from weft_core.models.check import (

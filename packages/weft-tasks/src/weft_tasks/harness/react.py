@@ -105,6 +105,10 @@ class ReActHarness:
 def _name_of(model: BaseChatModel | Callable[..., Any]) -> str:
     if isinstance(model, BaseChatModel):
         return model_display_name(model)
+    # a factory may name the model it builds (GatewayChatModels: the served model)
+    named = getattr(model, "model_name", None)
+    if isinstance(named, str) and named:
+        return named
     return getattr(model, "__name__", "model-factory").replace("_", "-")
 
 
