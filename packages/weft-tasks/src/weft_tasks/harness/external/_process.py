@@ -10,6 +10,7 @@ against the policy; `config` (a bad install or config) raises `HarnessConfigErro
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import enum
@@ -104,7 +105,7 @@ def upstream_failed(calls: list[CapturedCall]) -> str | None:
     return None
 
 
-class CapturedHarness:
+class CapturedHarness(abc.ABC):
     """Base of adapters whose transcript comes from the capture gateway. Subclasses write the
     harness's config (`prepare`) and judge its exit (`judge`)."""
 
@@ -126,14 +127,15 @@ class CapturedHarness:
     def model_name(self) -> str:
         return self.model
 
+    @abc.abstractmethod
     def prepare(
         self, scratch: Path, task: HarnessTask, endpoints: dict[str, MCPEndpoint], base_url: str
     ) -> tuple[list[str], dict[str, str]]:
         """argv and environment of the rollout's process; config files go under `scratch`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def judge(self, result: ProcessResult, scratch: Path, calls: list[CapturedCall]) -> Verdict:
-        raise NotImplementedError
+        """The rollout's outcome from the process's exit, its files and the captured calls."""
 
     async def run(
         self, task: HarnessTask, endpoints: dict[str, MCPEndpoint], on_turn: TurnCallback
