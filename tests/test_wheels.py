@@ -68,7 +68,8 @@ def test_core_and_megamcp_import_with_declared_deps_only(
             "install",
             "--python",
             str(python),
-            str(wheels["weft-core"]),
+            # the `openai` extra is declared: weft_core.llm._tito (vllm: models) needs it
+            f"weft-core[openai] @ {wheels['weft-core'].resolve().as_uri()}",
             str(wheels["weft-megamcp"]),
         ],
         check=True,
