@@ -25,6 +25,7 @@ from pathlib import Path
 from weft_core.models import CapturedCall, ViewMode
 from weft_tasks.gateway import CaptureGateway, offered_tools, transcript_of
 from weft_tasks.harness._errors import HarnessConfigError, HarnessRuntimeError
+from weft_tasks.harness.external.install import installed
 from weft_tasks.harness.external.settings import HarnessSettings
 from weft_tasks.harness.protocol import HarnessRun, HarnessTask, MCPEndpoint, TurnCallback
 
@@ -126,6 +127,16 @@ class CapturedHarness(abc.ABC):
     @property
     def model_name(self) -> str:
         return self.model
+
+    def executable(self) -> Path:
+        """The installed harness's command, or a config error that says how to install it."""
+        path = installed(self.name, self.settings.home)
+        if path is None:
+            raise HarnessConfigError(
+                f"{self.name} is not installed: run `weft-tasks harness install {self.name}` "
+                f"(looked in {self.settings.home / self.name})"
+            )
+        return path
 
     @abc.abstractmethod
     def prepare(

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from weft_core.models import CapturedCall
-from weft_tasks.harness._errors import HarnessConfigError
 from weft_tasks.harness.external._process import (
     CapturedHarness,
     Outcome,
@@ -27,7 +26,6 @@ from weft_tasks.harness.external._process import (
     tail,
     upstream_failed,
 )
-from weft_tasks.harness.external.install import hermes_executable
 from weft_tasks.harness.mcp_tools import server_alias
 from weft_tasks.harness.protocol import HarnessTask, MCPEndpoint
 
@@ -36,15 +34,6 @@ USAGE_FILE = "usage.json"
 
 class HermesHarness(CapturedHarness):
     name = "hermes"
-
-    def executable(self) -> Path:
-        path = hermes_executable(self.settings.home)
-        if path is None:
-            raise HarnessConfigError(
-                "hermes is not installed: run `weft-tasks harness install hermes` "
-                f"(looked in {self.settings.home / 'hermes'})"
-            )
-        return path
 
     def config(self, endpoints: dict[str, MCPEndpoint], base_url: str) -> dict[str, Any]:
         servers = {

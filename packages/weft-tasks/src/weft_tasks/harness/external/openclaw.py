@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from weft_core.models import CapturedCall
-from weft_tasks.harness._errors import HarnessConfigError
 from weft_tasks.harness.external._process import (
     CapturedHarness,
     Outcome,
@@ -31,7 +30,7 @@ from weft_tasks.harness.external._process import (
     tail,
     upstream_failed,
 )
-from weft_tasks.harness.external.install import node_bin, openclaw_executable
+from weft_tasks.harness.external.install import node_bin
 from weft_tasks.harness.mcp_tools import server_alias
 from weft_tasks.harness.protocol import HarnessTask, MCPEndpoint
 
@@ -45,15 +44,6 @@ _NETWORK = re.compile(
 
 class OpenClawHarness(CapturedHarness):
     name = "openclaw"
-
-    def executable(self) -> Path:
-        path = openclaw_executable(self.settings.home)
-        if path is None:
-            raise HarnessConfigError(
-                "openclaw is not installed: run `weft-tasks harness install openclaw` "
-                f"(looked in {self.settings.home / 'openclaw'})"
-            )
-        return path
 
     def config(self, endpoints: dict[str, MCPEndpoint], base_url: str) -> dict[str, Any]:
         return {
