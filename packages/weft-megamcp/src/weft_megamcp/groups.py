@@ -374,12 +374,21 @@ class GroupManager:
     # ---- lifecycle ----------------------------------------------------------------------------
 
     async def _quiesce(self, group: HostedGroup) -> AsyncExitStack:
-        """Hold every session lock of the group (no call in flight) and release runtimes."""
+        """Hold every session lock of the group (no call in flight) and release runtimes.
+
+        Exception- and cancellation-safe: the host's stop cancels the idle loop, which may be
+        midway here (a lock held, a runtime release awaited); the locks taken so far must be
+        given back, else the shutdown's own quiesce waits for them forever.
+        """
         stack = AsyncExitStack()
-        for s in group.sessions.values():
-            await stack.enter_async_context(s.lock)
-        for s in group.sessions.values():
-            await self.runtime(s).release(s)
+        try:
+            for s in group.sessions.values():
+                await stack.enter_async_context(s.lock)
+            for s in group.sessions.values():
+                await self.runtime(s).release(s)
+        except BaseException:
+            await stack.aclose()
+            raise
         return stack
 
     def _require(self, group: HostedGroup, *allowed: GroupStatus) -> None:
