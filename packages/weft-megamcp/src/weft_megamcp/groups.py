@@ -458,9 +458,13 @@ class GroupManager:
         """Host shutdown: stop every runtime and persist every group; nothing is closed, so a
         restart with the same data dir resumes the groups with their tokens."""
         for group in list(self.groups.values()):
-            with contextlib.suppress(Exception):  # best effort per group on the way down
-                async with await self._quiesce(group):
-                    group.save()
+            try:  # best effort per group on the way down, and bounded: a call in flight may
+                # finish (it has call_timeout_s), but nothing may hold the shutdown forever
+                async with asyncio.timeout(self.call_timeout_s + 5):
+                    async with await self._quiesce(group):
+                        group.save()
+            except Exception as exc:
+                log.warning("group %s not persisted at shutdown: %r", group.group_id, exc)
         await self.commands.close()
 
     def ledger(self, group_id: str) -> dict[str, list[LedgerEntry]]:
