@@ -16,16 +16,28 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from weft_core.models import EvaluationResult, LedgerEntry, TaskGraph, Verifier
+from weft_core.models import (
+    EvaluationResult,
+    FailureKind,
+    LedgerEntry,
+    TaskGraph,
+    TraceFailure,
+    Verifier,
+)
 from weft_megamcp.models import VerificationResult
 from weft_megamcp.service import GroupService
+
+
+def verifier_failure(where: str, error: str) -> TraceFailure:
+    """A verification that answered an error instead of an outcome."""
+    return TraceFailure(kind=FailureKind.VERIFIER, where=where, message=error)
 
 
 @dataclass
 class AgenticCheckpoints:
     outcomes: dict[str, EvaluationResult | None] = field(default_factory=dict)
     passed_at: dict[str, int | None] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[TraceFailure] = field(default_factory=list)
 
 
 async def replay_checkpoints(
@@ -51,13 +63,17 @@ async def replay_checkpoints(
             replayed = await service.call_tool(shadow, entry.mcp, entry.tool, entry.arguments)
             if bool(replayed.is_error) != entry.is_error:
                 result.problems.append(
-                    f"agentic replay diverged at {entry.mcp}#{entry.seq} ({entry.tool}): "
-                    f"error {entry.is_error} then {bool(replayed.is_error)}"
+                    TraceFailure(
+                        kind=FailureKind.LEDGER,
+                        where="agentic replay",
+                        message=f"diverged at {entry.mcp}#{entry.seq} ({entry.tool}): "
+                        f"error {entry.is_error} then {bool(replayed.is_error)}",
+                    )
                 )
             while pending:
                 ev, err = evaluation(await service.checkpoint_verify(shadow, pending[0]))
                 if err:
-                    result.problems.append(f"checkpoint {pending[0]}: verifier error: {err}")
+                    result.problems.append(verifier_failure(f"checkpoint {pending[0]}", err))
                 if ev is None or not ev.passed:
                     break
                 result.outcomes[pending[0]] = ev
@@ -66,7 +82,7 @@ async def replay_checkpoints(
         for node_id in pending:
             ev, err = evaluation(await service.checkpoint_verify(shadow, node_id))
             if err:
-                result.problems.append(f"checkpoint {node_id}: verifier error: {err}")
+                result.problems.append(verifier_failure(f"checkpoint {node_id}", err))
             result.outcomes[node_id] = ev
             result.passed_at[node_id] = None
     finally:
