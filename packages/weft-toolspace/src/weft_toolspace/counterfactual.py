@@ -6,6 +6,7 @@ share no state, so only same-server pairs are tested."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,12 @@ _VOLATILE = re.compile(
 def observation(res: CallResult) -> tuple[bool, str]:
     """What the agent saw, with clock values, UUIDs and hashes masked (they differ every run)."""
     return res.is_error, _VOLATILE.sub("<v>", res.text)
+
+
+def observation_text(value: Any) -> str:
+    """A parsed result as canonical text with volatile values masked (for replay comparison)."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return _VOLATILE.sub("<v>", text)
 
 
 async def witness_state_edges(
