@@ -120,6 +120,7 @@ def main() -> None:
     p.add_argument("--length", type=int, default=15)
     p.add_argument("--envs", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--keep", type=Path, default=None, help="keep the run folder here")
     args = p.parse_args()

@@ -190,6 +190,10 @@ class ExplorerPolicy:
         if arg == "deletions":
             return [{"entityName": self._pick("names") or r.choice(PEOPLE), "observations": []}]
         if arg == "content":
+            # A value just read is written down as it is (the way an agent copies a result).
+            fresh = sorted(self.pools.last.get("names", ()))
+            if fresh and r.random() < 0.7:
+                return r.choice(fresh)
             ref = self._pick("names") or self._pick("tables") or self._word()
             return f"Notes about {ref}: {self._word()} and {self._word()}."
         if arg == "edits":

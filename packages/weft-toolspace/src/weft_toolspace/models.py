@@ -102,6 +102,9 @@ class ChainStep(_Model):
     environment: str
     via: EdgeKind | None = Field(default=None, description="Edge kind that led here (None: start).")
     mutated: bool = False
+    failed: bool = Field(
+        default=False, description="The call errored and a retry edge recovers from it."
+    )
 
 
 class Chain(_Model):

@@ -154,7 +154,13 @@ def _effect_checks(step: ChainStep, k: int) -> list[tuple[Check, Goal]]:
 
 
 def _as_call(step: ChainStep) -> TraceCall:
-    return TraceCall(mcp=step.mcp, tool=step.tool, arguments=step.arguments, result=step.result)
+    return TraceCall(
+        mcp=step.mcp,
+        tool=step.tool,
+        arguments=step.arguments,
+        result=None if step.failed else step.result,
+        error=str(step.result) if step.failed else None,
+    )
 
 
 def output_checks(chain: Chain) -> list[tuple[Check, Goal]]:
@@ -242,7 +248,7 @@ async def replay(client: MegaMCPClient, cand: Candidate) -> tuple[ReplayOutcome,
             res = await client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
             want = observation_text(step.result)
             seen = parse_value(res.structured if res.structured is not None else res.text)
-            if diverged is None and (res.is_error or observation_text(seen) != want):
+            if diverged is None and (res.is_error != step.failed or observation_text(seen) != want):
                 diverged = k
             if k in cand.trace:
                 vr = await client.checkpoint_verify(group, f"s{k}")

@@ -219,6 +219,13 @@ class Walker:
             )
             ok, result, mutated = await self._call(group, step)
             violated = edge is not None and edge.kind is EdgeKind.STATE and not steps[-1].mutated
+            retries = [e for e in self._out.get(target, []) if e.kind is EdgeKind.RETRY]
+            if not ok and not violated and not mutated and retries and steps:
+                # A recoverable error (§4.1.2): kept as an observation; only a retry edge may follow.
+                step.result, step.failed = result, True
+                steps.append(step)
+                pending = [(e, e.target) for e in retries]
+                continue
             if not ok or violated:
                 rollbacks += 1
                 self.stats.rollbacks += 1
@@ -232,7 +239,9 @@ class Walker:
             steps.append(step)
             if len(steps) % cfg.snapshot_every == 0:
                 snaps.append((len(steps), await self.client.snapshot(group)))
-            pending = [(e, e.target) for e in self._out.get(target, [])]
+            pending = [
+                (e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY
+            ]
 
     def _sample(
         self, pending: list[tuple[EdgeRecord | None, str]]
