@@ -1,4 +1,4 @@
-"""`weft-toolspace mine | cluster | walk | synthesize` — Algorithm 1 one stage at a time, each stage
+"""`weft-toolspace install | mine | cluster | walk | synthesize` — Algorithm 1 one stage at a time, each stage
 reading the previous one's files in OUT:
 
     weft-toolspace mine -o OUT [--record EPISODES --steps S] [TRACES...]   OUT/traces.jsonl, graph.json
@@ -171,9 +171,17 @@ async def cmd_synthesize(args: argparse.Namespace, settings: ToolSpaceSettings) 
     }
 
 
+async def cmd_install(args: argparse.Namespace, settings: ToolSpaceSettings) -> dict[str, Any]:
+    ok, failed = servers.install_all(list(servers.SERVERS), settings.server_home)
+    if failed:
+        raise ToolSpaceError("; ".join(f"{n}: {why}" for n, why in failed.items()))
+    return {"installed": ok, "home": str(settings.server_home)}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="weft-toolspace", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("install", help="install the five real MCP servers into the server home")
     m = sub.add_parser("mine", help="record and/or read traces, mine the tool-space graph")
     m.add_argument("traces", nargs="*", type=Path, help="trace files or folders (JSON / JSONL)")
     m.add_argument("--record", type=int, default=0, help="episodes to record on the real servers")
@@ -197,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _COMMANDS = {
+    "install": cmd_install,
     "mine": cmd_mine,
     "cluster": cmd_cluster,
     "walk": cmd_walk,
@@ -208,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = ToolSpaceSettings()
-        args.out.mkdir(parents=True, exist_ok=True)
+        if getattr(args, "out", None) is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
         summary = asyncio.run(_COMMANDS[args.cmd](args, settings))
     except (ToolSpaceError, OSError, ValueError) as exc:
         print(f"weft-toolspace {args.cmd}: {str(exc).splitlines()[0]}", file=sys.stderr)
