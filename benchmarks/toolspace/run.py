@@ -79,7 +79,8 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     by_chain = {c.id: c for c in chains}
     calls = [len(by_chain[g.id].steps) for g in tasks]
     env_counts = [len(by_chain[g.id].environments) for g in tasks]
-    labels: dict[str, bool] = json.loads(LABELS.read_text()) if LABELS.exists() else {}
+    raw = json.loads(LABELS.read_text()) if LABELS.exists() else {}
+    labels: dict[str, bool] = {k: v for k, v in raw.items() if isinstance(v, bool)}
     data_keys = [f"{e.source} -> {e.target}" for e in graph.edges if e.kind is EdgeKind.DATA]
     judged = [labels[k] for k in data_keys if k in labels]
     return {

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from weft_toolspace import servers
-from weft_toolspace.clusters import cluster
 from weft_toolspace.counterfactual import witness_all
 from weft_toolspace.explore import explore
 from weft_toolspace.graph import ToolGraph, build_graph
-from weft_toolspace.models import Environment, TraceRecord
+from weft_toolspace.models import TraceRecord
 
 if TYPE_CHECKING:
     from weft_megamcp import MegaMCPClient
@@ -79,7 +78,3 @@ def save_json(obj: object, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(obj, indent=1, default=str), encoding="utf-8")
     tmp.replace(path)
-
-
-def clusters_of(graph: ToolGraph, seed: int) -> list[Environment]:
-    return cluster(graph, seed=seed)
