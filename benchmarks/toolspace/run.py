@@ -55,9 +55,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         )
         save_traces(traces, out / "traces.jsonl")
         times["record_s"] = time.perf_counter() - t0
-        graph = await mine(
-            client, traces, min_count=settings.min_count, min_weight=settings.min_weight
-        )
+        graph = await mine(client, traces, min_count=args.min_count, min_weight=settings.min_weight)
         save_json(graph.model_dump(mode="json"), out / "graph.json")
         times["mine_s"] = time.perf_counter() - t0 - times["record_s"]
         envs = cluster(graph, seed=args.seed)
@@ -84,6 +82,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     data_keys = [f"{e.source} -> {e.target}" for e in graph.edges if e.kind is EdgeKind.DATA]
     judged = [labels[k] for k in data_keys if k in labels]
     return {
+        "min_count": args.min_count,
         "servers": ok,
         "servers_failed": failed,
         "traces": len(traces),
@@ -121,6 +120,7 @@ def main() -> None:
     p.add_argument("--length", type=int, default=15)
     p.add_argument("--envs", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--min-count", type=int, default=2, help="prune edges seen fewer times")
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--keep", type=Path, default=None, help="keep the run folder here")
