@@ -10,7 +10,7 @@ import pytest
 from weft_toolspace.models import TraceCall, TraceRecord
 from weft_toolspace.replay import write_replay_module
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a real server install + MegaMCP host: ~40 s loaded
 
 TRACE = TraceRecord(
     id="t",
