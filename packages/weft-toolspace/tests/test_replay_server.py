@@ -10,7 +10,8 @@ import pytest
 from weft_toolspace.models import TraceCall, TraceRecord
 from weft_toolspace.replay import write_replay_module
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a real server install + MegaMCP host: ~40 s loaded
+# A real server install plus a MegaMCP host: about 40 s on a loaded machine.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TRACE = TraceRecord(
     id="t",
