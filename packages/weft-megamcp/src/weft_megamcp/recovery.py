@@ -191,13 +191,7 @@ class SessionRecovery:
         ck = self.checkpointers.pop(session_id, None)
         if ck is None:
             return
-        ck._closed = True
-        if ck._timer is not None:
-            ck._timer.cancel()
-            ck._timer = None
-        if ck._running is not None and not ck._running.done():
-            with contextlib.suppress(Exception):
-                await ck._running
+        await ck.stop()
 
     def _delete_checkpoints(self, session_id: str) -> None:
         # A closed session's checkpoints are garbage; on a local store a concurrent writer may
@@ -326,7 +320,7 @@ class SessionRecovery:
         s.ledger = ledger
         old = self.checkpointers.pop(s.session_id, None)
         if old is not None:
-            old._closed = True
+            old.abandon()
         ck = self._checkpointer(s, steal=steal)  # a new generation: any previous owner is fenced
         ck.version = ck.durable_version = s.state_version
 

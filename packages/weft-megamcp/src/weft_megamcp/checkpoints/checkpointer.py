@@ -261,6 +261,20 @@ class DebouncedCheckpointer:
             raise CheckpointError(f"checkpoint failed: {self.last_error}") from self.last_error
         return self.last_ref
 
+    def abandon(self) -> None:
+        """Take no new checkpoint (this session's state is being replaced under a new owner)."""
+        self._closed = True
+
+    async def stop(self) -> None:
+        """Stop without a final upload; waits for an upload already in flight."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._running is not None and not self._running.done():
+            with contextlib.suppress(Exception):
+                await self._running
+
     async def close(self) -> CheckpointRef | None:
         try:
             return await self.flush()

@@ -15,13 +15,9 @@ from fastmcp.tools.base import Tool, ToolResult
 from pydantic import ValidationError as PydanticValidationError
 
 from weft_core.models import ErrorKind, LedgerEntry
-from weft_megamcp._session import (
-    HostedSession,
-)
+from weft_megamcp._session import HostedSession
 from weft_megamcp.groups.idle import IdleGroups
-from weft_megamcp.models import (
-    GroupStatus,
-)
+from weft_megamcp.models import GroupStatus
 
 
 def _result_payload(result: ToolResult) -> Any:

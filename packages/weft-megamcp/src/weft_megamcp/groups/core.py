@@ -13,16 +13,10 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from weft_core.models import LedgerEntry
-from weft_megamcp._session import (
-    HostedGroup,
-    HostedSession,
-)
+from weft_megamcp._session import HostedGroup, HostedSession
 from weft_megamcp.exceptions import GroupStateError, NotFoundError
 from weft_megamcp.groups.tokens import TokenTable
-from weft_megamcp.models import (
-    GroupStatus,
-    SessionInfo,
-)
+from weft_megamcp.models import GroupStatus, SessionInfo
 from weft_megamcp.registry import Registry
 from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer

@@ -8,15 +8,10 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
-from weft_megamcp._session import (
-    HostedGroup,
-    HostedSession,
-)
+from weft_megamcp._session import HostedGroup, HostedSession
 from weft_megamcp.exceptions import GroupStateError
 from weft_megamcp.groups.core import GroupCore
-from weft_megamcp.models import (
-    RuntimeState,
-)
+from weft_megamcp.models import RuntimeState
 
 
 class IdleGroups(GroupCore):

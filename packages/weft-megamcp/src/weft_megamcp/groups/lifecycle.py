@@ -8,10 +8,7 @@ import shutil
 
 from weft_core.models import LedgerEntry
 from weft_megamcp.groups.idle import IdleGroups
-from weft_megamcp.models import (
-    GroupInfo,
-    GroupStatus,
-)
+from weft_megamcp.models import GroupInfo, GroupStatus
 
 log = logging.getLogger("weft_megamcp.groups")
 

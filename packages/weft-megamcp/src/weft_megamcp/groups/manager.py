@@ -12,22 +12,13 @@ import tempfile
 from pathlib import Path
 
 from weft_core.models import FINAL_CHECKPOINT
-from weft_megamcp._session import (
-    GROUP_FILE,
-    HostedGroup,
-    HostedSession,
-)
+from weft_megamcp._session import GROUP_FILE, HostedGroup, HostedSession
 from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
 from weft_megamcp.groups.calls import ToolCalls
 from weft_megamcp.groups.core import _new_id
 from weft_megamcp.groups.lifecycle import GroupLifecycle
 from weft_megamcp.groups.snapshots import GroupSnapshots
-from weft_megamcp.models import (
-    CreateGroupRequest,
-    GroupHandle,
-    GroupStatus,
-    VerificationResult,
-)
+from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupStatus, VerificationResult
 from weft_megamcp.registry import MCPKind
 from weft_megamcp.verifier import run_verifier
 

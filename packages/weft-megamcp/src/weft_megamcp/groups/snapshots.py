@@ -9,20 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from weft_megamcp._session import (
-    DB_NAME,
-    LEDGER_NAME,
-    WORKSPACE_NAME,
-    HostedGroup,
-    HostedSession,
-)
+from weft_megamcp._session import DB_NAME, LEDGER_NAME, WORKSPACE_NAME, HostedGroup, HostedSession
 from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
 from weft_megamcp.groups.core import _new_id
 from weft_megamcp.groups.idle import IdleGroups
-from weft_megamcp.models import (
-    GroupHandle,
-    GroupStatus,
-)
+from weft_megamcp.models import GroupHandle, GroupStatus
 
 
 def _copy_state(src: Path, dst: Path) -> None:
