@@ -71,7 +71,13 @@ async def _register_async(args: argparse.Namespace) -> int:
         data = settings.data_dir.resolve()
         data.mkdir(parents=True, exist_ok=True)
         store = ObjectStore(settings.resolved_object_store_url, data / "cache" / "objects")
-        registry = Registry(settings.resolved_registry_url, store, data / "modules")
+        registry = Registry(
+            settings.resolved_registry_url,
+            store,
+            data / "modules",
+            sandbox=settings.sandbox_policy(),
+            register_timeout_s=settings.register_timeout_s,
+        )
         try:
             if args.command:
                 rec = await registry.register_command(

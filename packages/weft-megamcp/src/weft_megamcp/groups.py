@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fastmcp.exceptions import NotFoundError as FastMCPNotFound
 from fastmcp.exceptions import ToolError
@@ -51,6 +51,7 @@ from weft_megamcp.models import (
 from weft_megamcp.registry import MCPKind, Registry
 from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer
+from weft_megamcp.seeding import seed_workspace
 from weft_megamcp.session_sqlite import apply_to_sessions_under
 from weft_megamcp.stdio_runtime import CommandRuntime
 from weft_megamcp.verifier import run_verifier
@@ -58,6 +59,18 @@ from weft_megamcp.verifier import run_verifier
 log = logging.getLogger("weft_megamcp.groups")
 
 MutationHook = Callable[[HostedGroup, HostedSession], None]
+
+
+class WriteFence(Protocol):
+    """Fencing of a session's calls by its lease (weft_megamcp.fencing.LeaseFence).
+
+    Contract: `before_call` raises ToolError when this process no longer owns the session;
+    `before_ack` raises ToolError unless it owns the session after a write committed.
+    """
+
+    async def before_call(self, session: HostedSession) -> None: ...
+
+    async def before_ack(self, session: HostedSession) -> None: ...
 
 
 def _new_id(prefix: str) -> str:
@@ -123,6 +136,8 @@ class GroupManager:
         self.fork_hooks: list[Callable[[HostedGroup], None]] = []
         self.restore_hooks: list[Callable[[HostedGroup], None]] = []
         self.base_url = ""
+        # Lease checks before a call runs and before a write is acknowledged (fencing.py).
+        self.fence: WriteFence | None = None
 
     # ---- lookup -------------------------------------------------------------------------------
 
@@ -215,6 +230,7 @@ class GroupManager:
                 )
                 if src is not None:
                     shutil.copyfile(src, session.db_path)  # the measured fast path: a plain copy
+                seed_workspace(self.registry, record, session.workspace)
                 sessions[record.mcp_id] = session
             group = HostedGroup(
                 group_id=group_id,
@@ -282,6 +298,8 @@ class GroupManager:
                 raise ToolError(
                     f"this session's group is {group.status}; no tool calls are accepted"
                 )
+            if self.fence is not None:
+                await self.fence.before_call(session)
             before = session.probe()
             started = datetime.now(UTC)
             t0 = time.perf_counter()
@@ -314,6 +332,8 @@ class GroupManager:
                 error_kind = ErrorKind.TOOL_ERROR
                 message = str(_result_payload(result))
             mutated = session.probe() != before
+            if mutated and self.fence is not None:
+                await self.fence.before_ack(session)  # a fenced write: not acknowledged, ledgered
             if mutated:
                 session.state_version += 1
             message = (
