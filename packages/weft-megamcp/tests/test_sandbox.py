@@ -145,6 +145,9 @@ async def test_hosted_file_server_reaches_nothing_outside_its_workspace(
         for secret in (admin, secret_email, verifier_marker, neighbour_note, str(data)):
             assert secret.encode() not in seen, f"{secret[:16]}... reached the sandboxed server"
             assert base64.b64encode(secret.encode()) not in seen
+        # The host read its token from WEFT_MEGAMCP_ADMIN_TOKEN and scrubbed it: not even a
+        # process of the same user outside any sandbox finds it in the host's environment.
+        assert admin.encode() not in Path(f"/proc/{host.pid}/environ").read_bytes()
         # The neighbour's file is intact and its own server still reads it.
         res = await client.call_tool(other, m, "read", {"path": "n.txt"})
         assert base64.b64decode(res.structured["result"]).decode() == neighbour_note

@@ -25,7 +25,12 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from weft_megamcp._environ import scrub_environ
+
     settings = _settings(args)
+    # Read once: no child process (workers, hosted servers, verifiers) inherits it, and
+    # /proc/<pid>/environ no longer shows it.
+    scrub_environ("WEFT_MEGAMCP_ADMIN_TOKEN")
     if settings.workers > 1:
         from weft_megamcp.process import serve_master
 
