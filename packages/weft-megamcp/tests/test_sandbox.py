@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from weft_megamcp.app import HostCore
 from weft_megamcp.client import MegaMCPClient
 from weft_megamcp.host import MegaMCPHost
 from weft_megamcp.models import CallResult, GroupHandle
@@ -151,3 +152,29 @@ async def test_hosted_file_server_reaches_nothing_outside_its_workspace(
         # The neighbour's file is intact and its own server still reads it.
         res = await client.call_tool(other, m, "read", {"path": "n.txt"})
         assert base64.b64decode(res.structured["result"]).decode() == neighbour_note
+
+
+def test_host_without_bwrap_fails_closed_at_startup(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap anywhere on PATH
+    settings = MegaMCPSettings(data_dir=tmp_path / "megamcp", admin_token="adm")
+    with pytest.raises(SandboxUnavailable, match="WEFT_MEGAMCP_SANDBOX=off"):
+        HostCore(settings)
+    # The opt-out serves (unsandboxed) and says so only through its setting.
+    HostCore(settings.model_copy(update={"sandbox": "off"})).registry.close()
+
+
+def test_serve_without_bwrap_prints_one_line_and_exits_2(tmp_path: Path):
+    import subprocess
+
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "weft_megamcp.cli", "serve", "--data-dir", str(tmp_path / "d")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "WEFT_MEGAMCP_SANDBOX=off" in lines[0], proc.stderr

@@ -44,11 +44,14 @@ class HostCore:
         self.store = ObjectStore(
             settings.resolved_object_store_url, self.data_dir / "cache" / "objects"
         )
+        sandbox = settings.sandbox_policy()
+        if sandbox.mode == "bwrap":
+            sandbox.require()  # fail closed at startup, in one line naming the opt-out setting
         self.registry = Registry(
             settings.resolved_registry_url,
             self.store,
             self.data_dir / "modules",
-            sandbox=settings.sandbox_policy(),
+            sandbox=sandbox,
             register_timeout_s=settings.register_timeout_s,
         )
         sanitizer = Sanitizer([self.admin_token, str(self.data_dir), self.store.root])

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, create_engine, select
 from weft_core._hashing import canonical_json, sha256_text
 from weft_core.models import slugify
 from weft_megamcp._probe import run_probe, tool_specs
-from weft_megamcp.exceptions import NotFoundError, RegistrationError
+from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError, RegistrationError
 from weft_megamcp.objectstore import ObjectStore, file_sha256
 from weft_megamcp.registry._records import (
     METADATA,
@@ -174,7 +174,7 @@ class Registry:
                     sandbox=self.sandbox,
                     timeout_s=self.register_timeout_s,
                 )
-            except RegistrationError:
+            except MegaMCPUserError:  # a timeout, or no sandbox: already one clear line
                 raise
             except Exception as exc:
                 raise RegistrationError(
