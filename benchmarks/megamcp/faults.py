@@ -1,6 +1,7 @@
 """MegaMCP fault and hostile-input suite: each row attacks a real host and counts what got through.
 
-usage: uv run python benchmarks/megamcp/faults.py [--sessions 10] [--writes 25] [--json FILE]
+usage: uv run python benchmarks/megamcp/faults.py [--sessions 10] [--writes 25] [--rows ...]
+       [--register-timeout 30] [--json FILE]
 
 Rows (issue 18; every figure comes from real `weft-megamcp` hosts on 127.0.0.1):
 
@@ -23,6 +24,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import secrets
 import shutil
 import sys
@@ -197,6 +199,8 @@ async def registration_row(tmp: Path, limit_s: float) -> dict[str, Any]:
     )
     attempts = leaks = 0
     worst = 0.0
+    # A subprocess host takes settings beyond host/port/data dir from its environment.
+    os.environ["WEFT_MEGAMCP_REGISTER_TIMEOUT_S"] = f"{limit_s:g}"
     async with (
         MegaMCPHost.running(settings, subprocess=True) as host,
         MegaMCPClient(host.url, host.admin_token, timeout_s=limit_s * 4) as client,
@@ -214,7 +218,8 @@ async def registration_row(tmp: Path, limit_s: float) -> dict[str, Any]:
                 client.register_command([sys.executable, str(silent)], name="silent"),
             )
         )
-        for _name, coro in cases:
+        times = {}
+        for name, coro in cases:
             attempts += 1
             t0 = time.perf_counter()
             try:
@@ -222,7 +227,8 @@ async def registration_row(tmp: Path, limit_s: float) -> dict[str, Any]:
                 leaks += 1  # registered: it should have been refused
             except MegaMCPUserError as exc:
                 leaks += "\n" in str(exc)
-            worst = max(worst, time.perf_counter() - t0)
+            times[name] = time.perf_counter() - t0
+            worst = max(worst, times[name])
         alive = host._proc is not None and host._proc.poll() is None
         leaks += not alive
     return {
@@ -232,6 +238,7 @@ async def registration_row(tmp: Path, limit_s: float) -> dict[str, Any]:
         "leaks": leaks,
         "refused_pct": round(100.0 * (attempts - leaks) / max(attempts, 1), 2),
         "note": f"slowest answer {worst:.1f} s (limit {limit_s:g} s); host alive: {alive}",
+        "seconds": {k: round(v, 1) for k, v in times.items()},
     }
 
 
@@ -264,10 +271,14 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="megamcp-faults-") as tmp:
         base = Path(tmp)
-        rows.append(await sandbox_row(base / "s", args.sessions))
-        rows.append(await fencing_row(base / "f", args.sessions, args.writes))
-        rows.append(await registration_row(base / "r", args.register_timeout))
-        rows.append(await seed_row(base / "w", args.sessions))
+        if "sandbox" in args.rows:
+            rows.append(await sandbox_row(base / "s", args.sessions))
+        if "fencing" in args.rows:
+            rows.append(await fencing_row(base / "f", args.sessions, args.writes))
+        if "registration" in args.rows:
+            rows.append(await registration_row(base / "r", args.register_timeout))
+        if "seed" in args.rows:
+            rows.append(await seed_row(base / "w", args.sessions))
     return rows
 
 
@@ -277,6 +288,12 @@ def main() -> int:
     p.add_argument("--writes", type=int, default=25)
     p.add_argument("--register-timeout", type=float, default=30.0)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument(
+        "--rows",
+        type=lambda v: v.split(","),
+        default=["sandbox", "fencing", "registration", "seed"],
+        help="comma-separated subset of sandbox,fencing,registration,seed",
+    )
     args = p.parse_args()
     rows = asyncio.run(main_async(args))
     print(f"{'row':<16} {'sessions':>8} {'attempts':>8} {'leaks':>6} {'refused %':>9}  note")

@@ -333,7 +333,7 @@ class GroupManager:
                 message = str(_result_payload(result))
             mutated = session.probe() != before
             if mutated and self.fence is not None:
-                await self.fence.before_ack(session)  # a fenced write: not acknowledged, ledgered
+                await self.fence.before_ack(session)  # fenced: not acknowledged nor ledgered
             if mutated:
                 session.state_version += 1
             message = (
