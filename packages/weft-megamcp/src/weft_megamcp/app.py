@@ -18,6 +18,7 @@ from weft_megamcp.admin import RegisterRequest, build_admin
 from weft_megamcp.checkpoints import CheckpointStore
 from weft_megamcp.dispatch import TokenGuard, build_front
 from weft_megamcp.exceptions import MegaMCPUserError
+from weft_megamcp.fencing import LeaseFence
 from weft_megamcp.groups import GroupManager
 from weft_megamcp.health import HealthMonitor
 from weft_megamcp.metrics import MetricsAggregator, render_prometheus
@@ -43,8 +44,15 @@ class HostCore:
         self.store = ObjectStore(
             settings.resolved_object_store_url, self.data_dir / "cache" / "objects"
         )
+        sandbox = settings.sandbox_policy()
+        if sandbox.mode == "bwrap":
+            sandbox.require()  # fail closed at startup, in one line naming the opt-out setting
         self.registry = Registry(
-            settings.resolved_registry_url, self.store, self.data_dir / "modules"
+            settings.resolved_registry_url,
+            self.store,
+            self.data_dir / "modules",
+            sandbox=sandbox,
+            register_timeout_s=settings.register_timeout_s,
         )
         sanitizer = Sanitizer([self.admin_token, str(self.data_dir), self.store.root])
         self.manager = GroupManager(
@@ -74,6 +82,8 @@ class HostCore:
             max_delay_s=settings.checkpoint_max_delay_s,
             min_interval_s=settings.checkpoint_min_interval_s,
         )
+        self.fence = LeaseFence(self.recovery, interval_s=settings.lease_check_interval_s)
+        self.manager.fence = self.fence
 
     @property
     def base_url(self) -> str:

@@ -25,7 +25,12 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from weft_megamcp._environ import scrub_environ
+
     settings = _settings(args)
+    # Read once: no child process (workers, hosted servers, verifiers) inherits it, and
+    # /proc/<pid>/environ no longer shows it.
+    scrub_environ("WEFT_MEGAMCP_ADMIN_TOKEN")
     if settings.workers > 1:
         from weft_megamcp.process import serve_master
 
@@ -71,7 +76,13 @@ async def _register_async(args: argparse.Namespace) -> int:
         data = settings.data_dir.resolve()
         data.mkdir(parents=True, exist_ok=True)
         store = ObjectStore(settings.resolved_object_store_url, data / "cache" / "objects")
-        registry = Registry(settings.resolved_registry_url, store, data / "modules")
+        registry = Registry(
+            settings.resolved_registry_url,
+            store,
+            data / "modules",
+            sandbox=settings.sandbox_policy(),
+            register_timeout_s=settings.register_timeout_s,
+        )
         try:
             if args.command:
                 rec = await registry.register_command(

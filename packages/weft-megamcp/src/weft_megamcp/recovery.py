@@ -37,6 +37,7 @@ from weft_megamcp.groups import GroupManager
 from weft_megamcp.ledger import SessionLedger
 from weft_megamcp.models import GroupStatus, RuntimeState
 from weft_megamcp.objectstore import ObjectStore
+from weft_megamcp.seeding import seed_workspace
 
 log = logging.getLogger("weft_megamcp.recovery")
 
@@ -301,6 +302,12 @@ class SessionRecovery:
 
     def _restore_session(self, s: HostedSession, *, steal: bool) -> None:
         s.root.mkdir(parents=True, exist_ok=True)
+        old = self.checkpointers.pop(s.session_id, None)
+        if old is not None:
+            old.abandon()
+        # The lease first (a new generation: any previous owner is fenced from here on), then
+        # the state: a stale owner's write that lands before this point is overwritten.
+        ck = self._checkpointer(s, steal=steal)
         ref = self.store.latest(s.session_id)
         if ref is not None:
             s.workspace.mkdir(exist_ok=True)
@@ -311,6 +318,8 @@ class SessionRecovery:
                 src, _ = self.manager.registry.snapshot_file(s.initial_uri)
                 shutil.copyfile(src, s.db_path)
             s.workspace.mkdir(exist_ok=True)
+            registry = self.manager.registry
+            seed_workspace(registry, registry.get(s.mcp_id, s.version), s.workspace)
             s.state_version = 0
         # The ledger keeps exactly the calls whose effects the restored state holds.
         ledger = SessionLedger(s.root / LEDGER_NAME)
@@ -318,10 +327,6 @@ class SessionRecovery:
         if len(kept) != len(ledger.entries):
             ledger.replace(kept)
         s.ledger = ledger
-        old = self.checkpointers.pop(s.session_id, None)
-        if old is not None:
-            old.abandon()
-        ck = self._checkpointer(s, steal=steal)  # a new generation: any previous owner is fenced
         ck.version = ck.durable_version = s.state_version
 
     async def recover(self, group: HostedGroup) -> None:

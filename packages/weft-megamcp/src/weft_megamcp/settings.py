@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from weft_megamcp.exceptions import MegaMCPUserError
+from weft_megamcp.sandbox import Sandbox, sandbox_for
 
 
 class MegaMCPSettings(BaseSettings):
@@ -86,12 +87,53 @@ class MegaMCPSettings(BaseSettings):
         default=120, ge=1, description="Seconds an idle HTTP keep-alive connection stays open."
     )
     log_level: str = Field(default="warning", description="uvicorn / host log level.")
+    sandbox: Literal["bwrap", "off"] = Field(
+        default="bwrap",
+        description="How hosted server processes (commands, dedicated modules, registration "
+        "probes) are confined: 'bwrap' (bubblewrap namespaces: only the session workspace and "
+        "DB visible; fails closed when bwrap cannot run) or 'off' (plain child processes).",
+    )
+    sandbox_network: bool = Field(
+        default=False, description="Let sandboxed server processes use the network."
+    )
+    sandbox_ro_paths: list[Path] = Field(
+        default_factory=list,
+        description="Extra host folders sandboxed servers may read (e.g. a Node installation); "
+        "a folder that holds the data dir is never bound.",
+    )
+    register_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Limit of a registration probe: a module's import and tools/list, or a "
+        "command's start and tools/list; the process is killed after it.",
+    )
+    lease_check_interval_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="A session's lease is re-read before a call at most this often (0: before "
+        "every call); it is always re-read before a write is acknowledged.",
+    )
 
     @property
     def resolved_registry_url(self) -> str:
         if self.registry_url:
             return self.registry_url
         return f"sqlite:///{(self.data_dir / 'registry.sqlite').resolve()}"
+
+    def sandbox_policy(self) -> Sandbox:
+        """The sandbox of this host's server processes; hides the data dir and local stores."""
+        hidden = [self.data_dir]
+        for url in (self.object_store_url, self.checkpoint_url):
+            if url and "://" not in url:
+                hidden.append(Path(url))
+        if self.registry_url and self.registry_url.startswith("sqlite:///"):
+            hidden.append(Path(self.registry_url.removeprefix("sqlite:///")))
+        return sandbox_for(
+            self.sandbox,
+            hidden=hidden,
+            ro_paths=self.sandbox_ro_paths,
+            network=self.sandbox_network,
+        )
 
     @property
     def resolved_object_store_url(self) -> str:

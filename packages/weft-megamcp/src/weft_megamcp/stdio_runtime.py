@@ -1,8 +1,8 @@
 """Command-based (stdio) MCP servers: one dedicated process per session (the stronger tier).
 
-The process runs with the session's workspace as its working directory and WEFT_DB_PATH /
-WEFT_WORKSPACE pointing at the session's private state, so a Weft-aware server binds to it and
-any other server at least writes only inside its own folder.
+The process runs in the host's sandbox (`weft_megamcp.sandbox`): it sees its session's workspace
+(its working directory) and DB and nothing else of the host, and WEFT_DB_PATH / WEFT_WORKSPACE
+name them, so a Weft-aware server binds to its session's private state.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import json
 import sys
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import mcp_types as mt
@@ -22,6 +23,7 @@ from fastmcp.tools.base import Tool, ToolResult
 
 from weft_megamcp._session import HostedSession
 from weft_megamcp.registry import MCPKind, MCPRecord, Registry
+from weft_megamcp.sandbox import SANDBOX_MODULE
 from weft_megamcp.stdio_transport import command_transport
 
 
@@ -55,6 +57,8 @@ class CommandRuntime:
             if proc is not None:
                 return proc
             rec = self.record(session.mcp_id, session.version)
+            sandbox = self.registry.sandbox
+            folder: Path | None = None
             if rec.kind == MCPKind.COMMAND:
                 argv = json.loads(rec.entry)
                 env = {str(k): str(v) for k, v in (rec.metadata.get("env") or {}).items()}
@@ -64,16 +68,26 @@ class CommandRuntime:
                     sys.executable,
                     "-m",
                     "weft_megamcp._module_stdio",
-                    str(folder),
+                    str(SANDBOX_MODULE if sandbox.mode == "bwrap" else folder),
                     rec.entry,
                     rec.mcp_id,
                     str(rec.version),
                     rec.source_hash[:10],
                 ]
                 env = {}
+            if sandbox.mode == "bwrap" and not session.db_path.exists():
+                # The DB is bound into the sandbox as a single file: it must exist first.
+                session.db_path.touch()
             stack = AsyncExitStack()
             client: Client[Any] = Client(
-                command_transport(argv, env, session.workspace, session.db_path)
+                command_transport(
+                    argv,
+                    env,
+                    session.workspace,
+                    session.db_path,
+                    sandbox=sandbox,
+                    module_src=folder,
+                )
             )
             await stack.enter_async_context(client)
             proc = _Proc(client, stack)

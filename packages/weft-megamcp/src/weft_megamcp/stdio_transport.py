@@ -1,4 +1,4 @@
-"""Starting a stdio MCP server process with a minimal environment (no host credentials).
+"""Starting a stdio MCP server process: sandboxed, with a minimal environment (no host credentials).
 
 Used by the registry (listing a command server's tools once, at registration) and by the
 dedicated tier's CommandRuntime (one process per session); it knows nothing of either.
@@ -6,14 +6,15 @@ dedicated tier's CommandRuntime (one process per session); it knows nothing of e
 
 from __future__ import annotations
 
-import os
+import asyncio
 from pathlib import Path
 
 import mcp_types as mt
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-_SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
+from weft_megamcp.exceptions import RegistrationError
+from weft_megamcp.sandbox import SANDBOX_DB, SANDBOX_WORKSPACE, Sandbox
 
 # Placeholders a registered command may use in its argv and env values. Third-party servers take
 # their state location as a flag or variable (`--db-path`, `MEMORY_FILE_PATH`) and some resolve a
@@ -29,27 +30,48 @@ def expand_placeholders(value: str, cwd: Path, db: Path | None) -> str:
 
 
 def command_transport(
-    argv: list[str], env: dict[str, str], cwd: Path, db: Path | None
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    db: Path | None,
+    *,
+    sandbox: Sandbox,
+    module_src: Path | None = None,
+    log_file: Path | None = None,
 ) -> StdioTransport:
-    # Only a minimal environment reaches third-party servers: no host credentials.
-    base = {k: os.environ[k] for k in _SAFE_ENV if k in os.environ}
-    base.update({k: expand_placeholders(v, cwd, db) for k, v in env.items()})
-    base["WEFT_WORKSPACE"] = str(cwd)
-    if db is not None:
-        base["WEFT_DB_PATH"] = str(db)
-    argv = [expand_placeholders(a, cwd, db) for a in argv]
+    # `${WEFT_WORKSPACE}`/`${WEFT_DB_PATH}` name the session's paths as the process sees them:
+    # inside the sandbox those are its bind mounts, not the host's data dir.
+    if sandbox.mode == "off":
+        seen_ws, seen_db = cwd, db
+    else:
+        seen_ws, seen_db = SANDBOX_WORKSPACE, SANDBOX_DB if db is not None else None
+    argv = [expand_placeholders(a, seen_ws, seen_db) for a in argv]
+    env = {k: expand_placeholders(v, seen_ws, seen_db) for k, v in env.items()}
+    spec = sandbox.wrap(argv, env=env, workspace=cwd, db=db, module_src=module_src)
     return StdioTransport(
-        command=argv[0],
-        args=argv[1:],
-        env=base,
-        cwd=str(cwd),
+        command=spec.argv[0],
+        args=spec.argv[1:],
+        env=spec.env,
+        cwd=str(spec.cwd),
         keep_alive=False,
-        log_file=cwd.parent / "server.log",
+        log_file=log_file or cwd.parent / "server.log",
     )
 
 
-async def list_command_tools(argv: list[str], env: dict[str, str], cwd: Path) -> list[mt.Tool]:
+async def list_command_tools(
+    argv: list[str], env: dict[str, str], cwd: Path, *, sandbox: Sandbox, timeout_s: float
+) -> list[mt.Tool]:
+    """The command's tools/list; a command that does not answer within `timeout_s` is stopped
+    (closing the client ends its process) and reported as a RegistrationError."""
     ws = cwd / "ws"
     ws.mkdir(parents=True, exist_ok=True)
-    async with Client(command_transport(argv, env, ws, None)) as client:
-        return list(await client.list_tools())
+    client = Client(command_transport(argv, env, ws, None, sandbox=sandbox))
+    try:
+        async with asyncio.timeout(timeout_s):
+            async with client:
+                return list(await client.list_tools())
+    except TimeoutError:
+        raise RegistrationError(
+            f"command {' '.join(argv)!r} did not answer tools/list within {timeout_s:g} s "
+            "(register_timeout_s)"
+        ) from None

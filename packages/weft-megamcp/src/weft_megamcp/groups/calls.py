@@ -57,6 +57,8 @@ class ToolCalls(IdleGroups):
                 raise ToolError(
                     f"this session's group is {group.status}; no tool calls are accepted"
                 )
+            if self.fence is not None:
+                await self.fence.before_call(session)
             before = session.probe()
             started = datetime.now(UTC)
             t0 = time.perf_counter()
@@ -89,6 +91,8 @@ class ToolCalls(IdleGroups):
                 error_kind = ErrorKind.TOOL_ERROR
                 message = str(_result_payload(result))
             mutated = session.probe() != before
+            if mutated and self.fence is not None:
+                await self.fence.before_ack(session)  # fenced: not acknowledged nor ledgered
             if mutated:
                 session.state_version += 1
             message = (

@@ -11,6 +11,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Protocol
 
 from weft_core.models import LedgerEntry
 from weft_megamcp._session import HostedGroup, HostedSession
@@ -26,6 +27,18 @@ from weft_megamcp.stdio_runtime import CommandRuntime
 log = logging.getLogger("weft_megamcp.groups")
 
 MutationHook = Callable[[HostedGroup, HostedSession], None]
+
+
+class WriteFence(Protocol):
+    """Fencing of a session's calls by its lease (weft_megamcp.fencing.LeaseFence).
+
+    Contract: `before_call` raises ToolError when this process no longer owns the session;
+    `before_ack` raises ToolError unless it owns the session after a write committed.
+    """
+
+    async def before_call(self, session: HostedSession) -> None: ...
+
+    async def before_ack(self, session: HostedSession) -> None: ...
 
 
 def _new_id(prefix: str) -> str:
@@ -67,6 +80,8 @@ class GroupCore:
         self.fork_hooks: list[Callable[[HostedGroup], None]] = []
         self.restore_hooks: list[Callable[[HostedGroup], None]] = []
         self.base_url = ""
+        # Lease checks before a call runs and before a write is acknowledged (fencing.py).
+        self.fence: WriteFence | None = None
 
     # ---- lookup -------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from weft_megamcp.groups.lifecycle import GroupLifecycle
 from weft_megamcp.groups.snapshots import GroupSnapshots
 from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupStatus, VerificationResult
 from weft_megamcp.registry import MCPKind
+from weft_megamcp.seeding import seed_workspace
 from weft_megamcp.verifier import run_verifier
 
 
@@ -67,6 +68,7 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
                 )
                 if src is not None:
                     shutil.copyfile(src, session.db_path)  # the measured fast path: a plain copy
+                seed_workspace(self.registry, record, session.workspace)
                 sessions[record.mcp_id] = session
             group = HostedGroup(
                 group_id=group_id,

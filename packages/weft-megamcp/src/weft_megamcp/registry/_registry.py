@@ -14,9 +14,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, create_engine, select
 
 from weft_core._hashing import canonical_json, sha256_text
-from weft_core.models import ToolSpec, slugify
-from weft_megamcp import loader
-from weft_megamcp.exceptions import ModuleLoadError, NotFoundError, RegistrationError
+from weft_core.models import slugify
+from weft_megamcp._probe import run_probe, tool_specs
+from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError, RegistrationError
 from weft_megamcp.objectstore import ObjectStore, file_sha256
 from weft_megamcp.registry._records import (
     METADATA,
@@ -28,40 +28,11 @@ from weft_megamcp.registry._records import (
     VerifierRecord,
     VerifierRow,
 )
-from weft_megamcp.registry._sources import SourceInfo, inspect_source
+from weft_megamcp.registry._sources import inspect_source
+from weft_megamcp.sandbox import Sandbox, sandbox_for
 from weft_megamcp.stdio_transport import list_command_tools
 
-
-def _tool_specs(tools: list[Any]) -> list[dict[str, Any]]:
-    out = []
-    for tool in tools:
-        mcp_tool = tool.to_mcp_tool() if hasattr(tool, "to_mcp_tool") else tool
-        schema = dict(mcp_tool.input_schema or {"type": "object", "properties": {}})
-        schema.setdefault("type", "object")
-        spec = ToolSpec(
-            name=mcp_tool.name,
-            description=mcp_tool.description or "",
-            input_schema=schema,
-            output_schema=mcp_tool.output_schema,
-            annotations=mcp_tool.annotations.model_dump(exclude_none=True)
-            if mcp_tool.annotations
-            else None,
-        )
-        out.append(spec.model_dump(mode="json"))
-    return out
-
-
-def _screen(path: Path) -> dict[str, Any]:
-    """Load class and isolation tier of a module (static AST screening; nothing is imported)."""
-    from weft_megamcp.screening import screen_path
-
-    report = screen_path(path)
-    return {
-        "tier": str(report.tier),
-        "load_class": str(report.load_class),
-        "cap": report.cap,
-        "reasons": report.reasons[:20],
-    }
+_PROBED: dict[str, dict[str, Any]] = {}
 
 
 def _screen_command(argv: list[str]) -> dict[str, Any]:
@@ -97,10 +68,25 @@ class Registry:
     next version. Sources, seeds, snapshots and verifiers are blobs in the object store.
     """
 
-    def __init__(self, url: str, store: ObjectStore, modules_dir: Path) -> None:
+    def __init__(
+        self,
+        url: str,
+        store: ObjectStore,
+        modules_dir: Path,
+        *,
+        sandbox: Sandbox | None = None,
+        register_timeout_s: float = 60.0,
+    ) -> None:
         self.url = url
         self.store = store
         self.modules_dir = modules_dir
+        # Registration probes and hosted server processes run in this sandbox (fail closed:
+        # bubblewrap unless the caller configured otherwise).
+        self.sandbox = sandbox or sandbox_for(
+            "bwrap",
+            hidden=[modules_dir.parent, *([Path(store.root)] if store.is_local else [])],
+        )
+        self.register_timeout_s = register_timeout_s
         self.engine = make_engine(url)
         METADATA.create_all(self.engine)
 
@@ -112,7 +98,6 @@ class Registry:
     async def register(self, path: str | Path, *, name: str | None = None) -> MCPRecord:
         """Register an EnvBundle folder, a module package folder or a module .py file."""
         info = inspect_source(Path(path), name=name)
-        info.metadata["screen"] = _screen(Path(path))
         tree = info.tree()
         source_hash = sha256_text(
             canonical_json({"kind": info.kind, "entry": info.entry, "tree": info.identity(tree)})
@@ -126,7 +111,22 @@ class Registry:
         seed_uri = self.put_snapshot(info.mcp_id, info.seed).uri if info.seed else None
         version = self._next_version(info.mcp_id)
         folder = self.materialize_tree(info.mcp_id, version, tree_blob)
-        tools = await self._list_module_tools(info, version, folder, source_hash[:10])
+        # Screening and the import that lists tools run in a throwaway sandboxed process; the
+        # verdict is a function of the content, so identical content is probed once per process.
+        probe = _PROBED.get(source_hash)
+        if probe is None:
+            probe = await run_probe(
+                folder,
+                info.entry,
+                info.mcp_id,
+                version,
+                source_hash[:10],
+                sandbox=self.sandbox,
+                timeout_s=self.register_timeout_s,
+            )
+            _PROBED[source_hash] = probe
+        info.metadata["screen"] = probe["screen"]
+        tools = probe["tools"]
         row = MCPVersionRow(
             mcp_id=info.mcp_id,
             version=version,
@@ -167,7 +167,15 @@ class Registry:
             return existing
         with tempfile.TemporaryDirectory(prefix="megamcp-register-") as tmp:
             try:
-                tools = await list_command_tools(argv, env or {}, Path(tmp))
+                tools = await list_command_tools(
+                    argv,
+                    env or {},
+                    Path(tmp),
+                    sandbox=self.sandbox,
+                    timeout_s=self.register_timeout_s,
+                )
+            except MegaMCPUserError:  # a timeout, or no sandbox: already one clear line
+                raise
             except Exception as exc:
                 raise RegistrationError(
                     f"command {' '.join(argv)!r} did not answer tools/list: {type(exc).__name__}: {exc}"
@@ -180,23 +188,10 @@ class Registry:
             description=description,
             source_hash=source_hash,
             entry=entry,
-            tools=_tool_specs(tools),
+            tools=tool_specs(tools),
             meta=meta,
         )
         return self._insert(row)
-
-    async def _list_module_tools(
-        self, info: SourceInfo, version: int, folder: Path, tag: str
-    ) -> list[dict[str, Any]]:
-        try:
-            server, _ = loader.load_server(info.mcp_id, version, folder, info.entry, tag)
-            return _tool_specs(list(await server.list_tools()))
-        except ModuleLoadError as exc:
-            raise RegistrationError(str(exc)) from None
-        except Exception as exc:
-            raise RegistrationError(
-                f"{info.root}: listing tools failed: {type(exc).__name__}: {exc}"
-            ) from None
 
     def _insert(self, row: MCPVersionRow) -> MCPRecord:
         for attempt in range(5):

@@ -122,6 +122,7 @@ def inspect_source(path: Path, name: str | None = None) -> SourceInfo:
                 "spec_hash": meta.get("spec_hash"),
                 "schema_revision": meta.get("schema_revision"),
                 "certified_tools": certified,
+                "seed_workspace": (path / "seed_workspace").is_dir(),
             },
         )
     for entry in ("server", "__init__"):
@@ -135,6 +136,7 @@ def inspect_source(path: Path, name: str | None = None) -> SourceInfo:
                 root=path,
                 files=files,
                 seed=seed if seed.exists() else None,
+                metadata={"seed_workspace": (path / "seed_workspace").is_dir()},
             )
     raise RegistrationError(
         f"{path}: not an EnvBundle (manifest.json + server.py) nor a module package (server.py or __init__.py)"
