@@ -100,3 +100,12 @@ def test_overwrite_and_delete_after_change() -> None:
         "undone",
         "undone",
     ]
+
+
+def test_graph_check_reports_the_contradiction() -> None:
+    from weft_tasks.compose.dag_checks import check_graph
+
+    g = _graph(_node("n1", _status("shipped")), _node("n2", _status("cancelled")))
+    issues = check_graph(g, {"t-n1", "t-n2"}, TRANSITIONS)
+    assert [(i.kind, i.node) for i in issues] == [("contradiction", "n2")]
+    assert check_graph(g, {"t-n1", "t-n2"}) == []  # without lifecycles, nothing to judge
