@@ -521,7 +521,7 @@ def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView
     # Lifecycle-aware choice: a task that would undo an earlier node's effect on the same
     # object (approve then reject one leave request) is replaced by the next candidate.
     for _ in range(k + 1):
-        chosen = _pick(ranked, k, banned)
+        chosen = _with_information_edge(_pick(ranked, k, banned), ranked, banned, bundles)
         mcp_rank = {
             m: i
             for i, m in enumerate(
@@ -555,6 +555,41 @@ def _pick(ranked: list[AtomicTask], k: int, banned: set[str]) -> list[AtomicTask
             break
         if t not in chosen and all(c.tool_chain != t.tool_chain or c.mcp != t.mcp for c in chosen):
             chosen.append(t)
+    return chosen
+
+
+def _with_information_edge(
+    chosen: list[AtomicTask],
+    ranked: list[AtomicTask],
+    banned: set[str],
+    bundles: dict[str, BundleView],
+) -> list[AtomicTask]:
+    """`chosen`, with one task swapped when that lets a value found on one MCP feed a task on
+    another (a read that reports a real row's fields, a write of text elsewhere); the swap keeps
+    every MCP of the combination and never repeats a chain on one MCP."""
+    reports = {t.id: bool(reported_values(t, bundles[t.mcp], 0)) for t in ranked}
+    writes = {t.id: bool(writable_text(bundles[t.mcp], t)) for t in ranked}
+
+    def linked(ts: list[AtomicTask]) -> bool:
+        return any(reports[a.id] and writes[b.id] and a.mcp != b.mcp for a in ts for b in ts)
+
+    if len({t.mcp for t in chosen}) < 2 or linked(chosen):
+        return chosen
+    for cand in ranked:
+        if cand in chosen or cand.id in banned:
+            continue
+        for pos in range(len(chosen) - 1, -1, -1):
+            victim = chosen[pos]
+            same = [t for t in chosen if t.mcp == victim.mcp]
+            if len(same) == 1 and cand.mcp != victim.mcp:
+                continue
+            trial = [*chosen[:pos], cand, *chosen[pos + 1 :]]
+            if linked(trial) and all(
+                t.tool_chain != cand.tool_chain or t.mcp != cand.mcp
+                for t in chosen
+                if t is not victim
+            ):
+                return trial
     return chosen
 
 
