@@ -43,7 +43,18 @@ def test_composed_graph_passes_and_links_mcps(composed: tuple[TaskGraph, set[str
     dst = graph.node(info[0].target)
     assert src.task.mcp != dst.task.mcp or src.id != dst.id
     upstream = [i for n in graph.nodes for i in n.inputs if i.source == "upstream"]
-    assert upstream and all(i.schema_.get(BINDING_KEY) for i in upstream)
+    # an upstream input is the bound object's key, or a value an earlier node found
+    assert upstream and all(
+        i.schema_.get(BINDING_KEY) or i.from_output in graph.node(i.from_node or "").outcomes
+        for i in upstream
+    )
+    given = {str(i.value) for n in graph.nodes for i in n.inputs if i.source == "given"}
+    fresh = [i for i in upstream if str(i.value) not in given]
+    assert fresh, "some value reaches a later node without the user ever stating it"
+    for n in graph.nodes:
+        for i in n.inputs:
+            if i.source == "upstream" and len(str(i.value)) >= 3:
+                assert str(i.value) not in n.intent, "the intent names the step, not the value"
     assert graph.order == stable_order(graph)
     # checks name the bound object by reference, not by a copied value
     dumped = str([c.model_dump() for n in graph.nodes for c in n.checks])

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import difflib
 import json
 import sqlite3
 from pathlib import Path
@@ -52,17 +53,39 @@ def test_three_rounds_grow_the_state_and_keep_the_targets(graph_and_bundles: Any
         for table, rows in tables.items():
             for row in rows:
                 assert row in r3[mcp][table]
-    # distractors never impersonate the bound customer
+    # distractors never impersonate the bound customer: no field of their own holds a bound
+    # value (a reference to the bound customer is a row *of* that customer, not the customer)
     bound = {v for b in graph.bindings for v in b.value.values()}
     added3 = g.rounds[2]
-    assert not any(
-        v in bound
-        for tables in added3.values()
-        for rows in tables.values()
+    for m, tables in added3.items():
+        for t, rows in tables.items():
+            fks = {f.name for f in bundles[m].entities.entity(t).fields if f.foreign_key}
+            for r in rows:
+                assert not any(
+                    isinstance(v, str) and v in bound for k, v in r.items() if k not in fks
+                ), r
+    # near-duplicates of the targets are new rows (keys the seed never had) that read almost
+    # like a target: what a careless agent would pick
+    twins = [
+        (m, t, r)
+        for m, tables in added3.items()
+        for t, rows in tables.items()
         for r in rows
-        for v in r.values()
-        if isinstance(v, str)
-    )
+        if r.get(bundles[m].entities.entity(t).key)
+        not in {s.get(bundles[m].entities.entity(t).key) for s in bundles[m].rows(t)}
+    ]
+    assert twins
+    for m, t, r in twins:
+        key = bundles[m].entities.entity(t).key
+        near = [x for x in r1[m][t] if x.get(key) != r.get(key)]
+        assert any(
+            f != key
+            and isinstance(v, str)
+            and v != r.get(f)
+            and difflib.SequenceMatcher(None, v, str(r.get(f))).ratio() >= 0.8
+            for x in near
+            for f, v in x.items()
+        ), (t, r)
     # the completion conditions are the graph's own, untouched by grounding
     assert g.graph.model_dump_json() == before
 

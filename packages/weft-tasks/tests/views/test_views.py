@@ -204,3 +204,30 @@ def test_vague_hides_attributes_described_relative_to_a_named_identifier(graph):
     assert "customer id of customer ada@example.com: find it" in render_brief(
         graph.model_copy(update={"nodes": [graph.nodes[0], odd, graph.nodes[2]]}), "vague"
     )
+
+
+def test_a_value_found_upstream_is_stated_only_in_full(graph):
+    """An input an earlier step finds in the initial state: full gives it, partial and vague
+    only point at the step (so partial differs from full on every such node)."""
+    order = disclosure_order(graph)
+    first, later = order[0], graph.node(order[-1])
+    target = next(i for i in later.inputs if isinstance(i.value, str) and len(i.value) >= 3)
+    value = "Found-in-step-one 42"
+    inputs = [
+        i.model_copy(
+            update={"source": "upstream", "value": value, "from_node": first, "from_output": "x"}
+        )
+        if i.name == target.name
+        else i
+        for i in later.inputs
+    ]
+    nodes = [
+        n.model_copy(update={"inputs": inputs}) if n.id == later.id else n for n in graph.nodes
+    ]
+    g = graph.model_copy(update={"nodes": nodes})
+    full = build_view(g, ViewMode.SIMUSER, Disclosure.FULL).requests[-1]
+    partial = build_view(g, ViewMode.SIMUSER, Disclosure.PARTIAL).requests[-1]
+    vague = build_view(g, ViewMode.SIMUSER, Disclosure.VAGUE).requests[-1]
+    assert value in full
+    assert value not in partial and value not in vague
+    assert "from" in partial and partial != full

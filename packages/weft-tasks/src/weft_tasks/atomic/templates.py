@@ -268,6 +268,8 @@ class _Builder:
         self.inputs: list[TaskInput] = []
         self.calls: list[ReferenceCall] = []
         self.seed_rows: dict[str, list[dict[str, Any]]] = {}
+        # keys a finder call retrieved: outcomes a downstream task may use (the id the agent found)
+        self.found: dict[str, str] = {}
 
     def given(self, name: str, value: Any, description: str, source: str = "given") -> str:
         used = {i.name for i in self.inputs}
@@ -426,6 +428,7 @@ def _add_finder(
             description=f"{entity.name}.{entity.key}, found with {ftool}",
         )
     )
+    b.found[key_name] = f"{entity.name}.{entity.key} of {_label(entity, row)}, found with {ftool}"
     return "{{" + key_name + "}}"
 
 
@@ -603,7 +606,7 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
         inputs=b.inputs,
         calls=b.calls,
         checks=checks,
-        outputs=outputs if op in ("read", "create") else {},
+        outputs=(outputs if op in ("read", "create") else {}) | b.found,
         entities=sorted({ename, *rows} - {None}),  # type: ignore[arg-type]
         writes=writes,
         seed_rows=b.seed_rows,

@@ -41,6 +41,8 @@ from weft_core.models import (
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import render, render_checks, template_names
 from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
+from weft_tasks.compose.flows import Found, carry, pick_flow, reported_values, writable_text
+from weft_tasks.compose.lifecycle import TransitionGraph, contradictions
 from weft_tasks.compose.links import input_fields, link_fields, output_fields
 from weft_tasks.grounding.identity import link_key
 
@@ -122,9 +124,16 @@ def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> En
     keys = sorted(
         (k for k, r in refs_by_key.items() if len(r) >= 2), key=lambda k: (-len(refs_by_key[k]), k)
     )
+
+    def reads_out(task: AtomicTask) -> int:
+        # a task that reports the object's other keys lets later tasks use what it found
+        b = bundles.get(task.mcp)
+        return len(output_fields(task, b)) if b is not None else 0
+
+    readers_first = sorted(pool, key=lambda t: -min(reads_out(t), 1))
     for key in keys:
         refs = refs_by_key[key]
-        for task in pool:
+        for task in readers_first:
             home = bundles.get(task.mcp)
             table = refs.get(task.mcp)
             if home is None or table is None or not task.seed_rows.get(table):
@@ -282,6 +291,13 @@ def assemble(
     nodes: list[TaskNode] = []
     edges: list[TaskEdge] = []
     outputs_of: list[dict[str, str]] = []  # per node: output name -> binding key it carries
+    # Binding keys the user has stated so far. The user names the bound object once (by the
+    # key the first node that needs it uses); every other attribute of it a later node needs is
+    # what an earlier node found (the customer id found in the CRM feeds the order), so values
+    # flow between tasks instead of being handed over again.
+    user_given: set[str] = set()
+    reports: list[tuple[str, list[Found]]] = []  # per node: (MCP, values it reports)
+    used_flows: set[tuple[int, str]] = set()
     for idx, raw in enumerate(chosen):
         node_id = f"n{idx + 1}"
         bundle = bundles[raw.mcp]
@@ -292,24 +308,14 @@ def assemble(
             schema = dict(i.schema_)
             upd: dict[str, Any] = {}
             if i.name in aligned:
+                key = aligned[i.name].split(".")[1]
                 schema[BINDING_KEY] = aligned[i.name]
                 upd["schema_"] = schema
                 src = None
                 if sources is not None:
                     src = sources.get((idx, i.name))
-                else:
-                    for j in range(idx - 1, -1, -1):
-                        out = next(
-                            (
-                                o
-                                for o, k in outputs_of[j].items()
-                                if k == aligned[i.name].split(".")[1]
-                            ),
-                            None,
-                        )
-                        if out is not None:
-                            src = (j, out)
-                            break
+                elif key not in user_given:
+                    src = _nearest_source(outputs_of, idx, key)
                 if src is not None and i.source == "given":
                     upd |= {
                         "source": "upstream",
@@ -324,19 +330,54 @@ def assemble(
                             fields=[src[1]],
                         )
                     )
+                elif i.source == "given":
+                    user_given.add(key)
             inputs.append(i.model_copy(update=upd) if upd else i)
+        known = {str(v) for v in (binding.value.values() if binding else [])} | {
+            str(i.value) for n in nodes for i in n.inputs if i.source == "given"
+        }
+        flow = (
+            pick_flow(task, inputs, bundle, reports, used_flows, known) if sources is None else None
+        )
+        if flow is not None:
+            task = carry(task, flow)
+            values = {i.name: i.value for i in task.inputs}
+            src_id = f"n{flow.source.node + 1}"
+            inputs = [
+                i.model_copy(
+                    update={
+                        "value": flow.source.value,
+                        "source": "upstream",
+                        "from_node": src_id,
+                        "from_output": flow.source.output,
+                    }
+                )
+                if i.name == flow.input
+                else i
+                for i in inputs
+            ]
+            edges.append(
+                TaskEdge(
+                    source=src_id,
+                    target=node_id,
+                    kind=EdgeKind.INFORMATION,
+                    fields=[flow.source.output],
+                )
+            )
+            used_flows.add((flow.source.node, flow.source.output))
+        reports.append((task.mcp, reported_values(task, bundle, idx)))
         carried: dict[str, str] = {}
         if binding is not None and binding.refs.get(task.mcp):
             for out_name, (entity, field) in output_fields(task, bundle).items():
-                key = _binding_key(bundle, entity, field)
-                if entity == binding.refs[task.mcp] and key in binding.value and aligned:
-                    carried[out_name] = key
+                bkey = _binding_key(bundle, entity, field)
+                if entity == binding.refs[task.mcp] and bkey and bkey in binding.value and aligned:
+                    carried[out_name] = bkey
         outputs_of.append(carried)
         nodes.append(
             TaskNode(
                 id=node_id,
                 task=task,
-                intent=render(task.intent, values),
+                intent=_intent(task, values, inputs),
                 inputs=inputs,
                 outcomes=dict(task.outputs),
                 checks=node_checks(node_id, task, values, binding),
@@ -371,6 +412,29 @@ def assemble(
     )
     order = stable_order(graph)
     return graph.model_copy(update={"order": order or []})
+
+
+def _nearest_source(outputs_of: list[dict[str, str]], idx: int, key: str) -> tuple[int, str] | None:
+    """The closest earlier node that outputs binding key `key`: (node index, output name)."""
+    for j in range(idx - 1, -1, -1):
+        out = next((o for o, k in outputs_of[j].items() if k == key), None)
+        if out is not None:
+            return j, out
+    return None
+
+
+def _intent(task: AtomicTask, values: dict[str, Any], inputs: list[TaskInput]) -> str:
+    """The node's intent in words. A value that comes from an earlier step is not known to the
+    user when they ask, so the intent names the step and the outcome instead of the value."""
+    text = render(task.intent, values)
+    for i in inputs:
+        if i.source == "upstream" and i.value is not None:
+            ref = f"the {(i.from_output or i.name).replace('_', ' ')} from step {i.from_node}"
+            value = str(i.value)
+            text = text.replace("{{" + i.name + "}}", ref)
+            if len(value) >= 3:
+                text = text.replace(value, ref)
+    return str(text)
 
 
 def _accumulate_allowed(nodes: list[TaskNode]) -> list[TaskNode]:
@@ -430,28 +494,107 @@ def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView
             and binding.refs.get(t.mcp) in t.entities
         )
 
-    ranked = sorted(state.pool, key=lambda t: (deletes_bound(t), -touches(t)))
+    def feeds(t: AtomicTask) -> int:
+        """Keys of the bound object `t` reports that a later task may need."""
+        if binding is None or t.mcp not in binding.refs:
+            return 0
+        b = bundles[t.mcp]
+        return sum(
+            1
+            for e, f in output_fields(t, b).values()
+            if e == binding.refs[t.mcp] and _binding_key(b, e, f) in binding.value
+        )
+
+    def chains(t: AtomicTask) -> int:
+        """Whether `t` can start or end an information edge: it reports values of a real row,
+        or writes text a value found elsewhere can fill."""
+        b = bundles[t.mcp]
+        return int(bool(reported_values(t, b, 0) or writable_text(b, t)))
+
+    ranked = sorted(
+        state.pool,
+        key=lambda t: (deletes_bound(t), -min(touches(t), 1), -chains(t), -touches(t), -feeds(t)),
+    )
+    transitions = transition_graph(bundles)
+    banned: set[str] = set()
+    graph = None
+    # Lifecycle-aware choice: a task that would undo an earlier node's effect on the same
+    # object (approve then reject one leave request) is replaced by the next candidate.
+    for _ in range(k + 1):
+        chosen = _with_information_edge(_pick(ranked, k, banned), ranked, banned, bundles)
+        mcp_rank = {
+            m: i
+            for i, m in enumerate(
+                sorted(
+                    {t.mcp for t in chosen},
+                    key=lambda m: (binding is None or m != _home(binding, chosen, bundles), m),
+                )
+            )
+        }
+        chosen.sort(key=lambda t: (_OP_RANK.get(_op(t, bundles[t.mcp]), 1), mcp_rank[t.mcp]))
+        graph = assemble(state, chosen, bundles, binding)
+        found = contradictions(graph, transitions)
+        if not found:
+            return graph
+        banned.add(graph.node(found[0].second.node).task.id)
+    assert graph is not None
+    return graph  # still contradictory: the check rejects it with its reason
+
+
+def _pick(ranked: list[AtomicTask], k: int, banned: set[str]) -> list[AtomicTask]:
+    """k tasks in rank order, one per MCP first (every MCP of the combination gets a node),
+    never two of one MCP with the same chain, none of `banned`."""
+    pool = [t for t in ranked if t.id not in banned]
     chosen: list[AtomicTask] = []
-    for m in sorted({t.mcp for t in state.pool}):  # every MCP of the combination gets a node
-        first = next((t for t in ranked if t.mcp == m), None)
+    for m in sorted({t.mcp for t in pool}):
+        first = next((t for t in pool if t.mcp == m), None)
         if first is not None and len(chosen) < k:
             chosen.append(first)
-    for t in ranked:
+    for t in pool:
         if len(chosen) >= k:
             break
         if t not in chosen and all(c.tool_chain != t.tool_chain or c.mcp != t.mcp for c in chosen):
             chosen.append(t)
-    mcp_rank = {
-        m: i
-        for i, m in enumerate(
-            sorted(
-                {t.mcp for t in chosen},
-                key=lambda m: (binding is None or m != _home(binding, chosen, bundles), m),
-            )
-        )
-    }
-    chosen.sort(key=lambda t: (_OP_RANK.get(_op(t, bundles[t.mcp]), 1), mcp_rank[t.mcp]))
-    return assemble(state, chosen, bundles, binding)
+    return chosen
+
+
+def _with_information_edge(
+    chosen: list[AtomicTask],
+    ranked: list[AtomicTask],
+    banned: set[str],
+    bundles: dict[str, BundleView],
+) -> list[AtomicTask]:
+    """`chosen`, with one task swapped when that lets a value found on one MCP feed a task on
+    another (a read that reports a real row's fields, a write of text elsewhere); the swap keeps
+    every MCP of the combination and never repeats a chain on one MCP."""
+    reports = {t.id: bool(reported_values(t, bundles[t.mcp], 0)) for t in ranked}
+    writes = {t.id: bool(writable_text(bundles[t.mcp], t)) for t in ranked}
+
+    def linked(ts: list[AtomicTask]) -> bool:
+        return any(reports[a.id] and writes[b.id] and a.mcp != b.mcp for a in ts for b in ts)
+
+    if len({t.mcp for t in chosen}) < 2 or linked(chosen):
+        return chosen
+    for cand in ranked:
+        if cand in chosen or cand.id in banned:
+            continue
+        for pos in range(len(chosen) - 1, -1, -1):
+            victim = chosen[pos]
+            same = [t for t in chosen if t.mcp == victim.mcp]
+            if len(same) == 1 and cand.mcp != victim.mcp:
+                continue
+            trial = [*chosen[:pos], cand, *chosen[pos + 1 :]]
+            if linked(trial) and all(
+                t.tool_chain != cand.tool_chain or t.mcp != cand.mcp
+                for t in chosen
+                if t is not victim
+            ):
+                return trial
+    return chosen
+
+
+def transition_graph(bundles: dict[str, BundleView]) -> TransitionGraph:
+    return TransitionGraph({m: b.contracts.contracts for m, b in bundles.items()})
 
 
 class LLMNode(BaseModel):
@@ -569,10 +712,11 @@ def propose(state: CompositionState, runtime: Runtime[CompositionContext]) -> di
     return {"graph": graph, "attempts": state.attempts + 1, "retryable": llm is not None}
 
 
-def check(state: CompositionState) -> dict[str, Any]:
+def check(state: CompositionState, runtime: Runtime[CompositionContext]) -> dict[str, Any]:
     if state.graph is None:
         return {}
-    return {"issues": check_graph(state.graph, {t.id for t in state.pool})}
+    transitions = transition_graph(runtime.context.bundles)
+    return {"issues": check_graph(state.graph, {t.id for t in state.pool}, transitions)}
 
 
 def route_after_check(state: CompositionState) -> str:

@@ -1,7 +1,8 @@
 """Deterministic checks of a composed task graph, and its stable topological order.
 
 A graph passes when: every node uses one of the selected atomic tasks; entity bindings are
-conflict-free; every input comes from the initial state (given, or retrieved by the node's own
+conflict-free; no node undoes what an earlier node did to the same object
+(`weft_tasks.compose.lifecycle`); every input comes from the initial state (given, or retrieved by the node's own
 tool chain) or from an upstream node's outcome; edges name existing nodes and form no cycle.
 """
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 
 from weft_core.models import TaskGraph
 from weft_tasks.atomic.execution import template_names
+from weft_tasks.compose.lifecycle import TransitionGraph, contradictions
 
 IssueKind = Literal[
     "unselected_task",
@@ -23,6 +25,7 @@ IssueKind = Literal[
     "cycle",
     "binding_conflict",
     "unsourced_input",
+    "contradiction",
 ]
 
 BINDING_KEY = "x-binding"
@@ -80,7 +83,11 @@ def ancestors(graph: TaskGraph) -> dict[str, set[str]]:
     return out
 
 
-def check_graph(graph: TaskGraph, selected: Collection[str]) -> list[GraphIssue]:
+def check_graph(
+    graph: TaskGraph, selected: Collection[str], transitions: TransitionGraph | None = None
+) -> list[GraphIssue]:
+    """Every issue of `graph`; with `transitions` (the MCPs' lifecycles) also every pair of
+    nodes where a later one undoes an earlier one's effect on the same object."""
     issues: list[GraphIssue] = []
     ids = [n.id for n in graph.nodes]
     dup = {i for i in ids if ids.count(i) > 1}
@@ -120,6 +127,11 @@ def check_graph(graph: TaskGraph, selected: Collection[str]) -> list[GraphIssue]
         issues.append(GraphIssue(kind="cycle", message="the dependency edges form a cycle"))
     issues += _binding_issues(graph)
     issues += _input_issues(graph)
+    if transitions is not None:
+        issues += [
+            GraphIssue(kind="contradiction", node=c.second.node, message=c.message)
+            for c in contradictions(graph, transitions)
+        ]
     return issues
 
 

@@ -2,7 +2,7 @@
 
 Each profile gives ranges for atomic-task count (task length), MCP count (services to
 coordinate) and domain breadth, and a target share of the corpus. A profiles file (TOML or JSON)
-replaces the defaults:
+or a preset name (`default`, `paper`: corpus median >= 20 turns) replaces the defaults:
 
     [[profiles]]
     name = "Simple"
@@ -131,18 +131,52 @@ DEFAULT_PROFILES = ProfileSet(
         ),
         Profile(
             name="Expert",
-            tasks=Span(min=7, max=9),
-            mcps=Span(min=3, max=4),
-            domains=Span(min=3, max=4),
+            tasks=Span(min=8, max=16),
+            mcps=Span(min=3, max=6),
+            domains=Span(min=3, max=6),
             proportion=0.10,
         ),
     ]
 )
 
+# The paper's scale (§3.1.2: a median of 20 atomic-task turns): long tasks across many MCPs.
+# Feasible when the libraries of the combination hold ceil(k * (1 + surplus)) tasks, so the
+# longest profile needs most MCPs of the nine examples.
+PAPER_PROFILES = ProfileSet(
+    profiles=[
+        Profile(
+            name="Standard",
+            tasks=Span(min=12, max=19),
+            mcps=Span(min=3, max=5),
+            domains=Span(min=3, max=5),
+            proportion=0.30,
+        ),
+        Profile(
+            name="Complex",
+            tasks=Span(min=20, max=28),
+            mcps=Span(min=5, max=7),
+            domains=Span(min=5, max=7),
+            proportion=0.45,
+        ),
+        Profile(
+            name="Expert",
+            tasks=Span(min=30, max=40),
+            mcps=Span(min=7, max=9),
+            domains=Span(min=7, max=9),
+            proportion=0.25,
+        ),
+    ]
+)
+
+PRESETS = {"default": DEFAULT_PROFILES, "paper": PAPER_PROFILES}
+
 
 def load_profiles(path: str | Path) -> ProfileSet:
-    """Read a TOML or JSON profiles file; a bad file names the file and the field."""
+    """Read a TOML or JSON profiles file, or a preset by name (`default`, `paper`) when no such
+    file exists; a bad file names the file and the field."""
     p = Path(path)
+    if str(path) in PRESETS and not p.exists():
+        return PRESETS[str(path)]
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:

@@ -7,7 +7,8 @@ rows, re-grounded on the graph's entity bindings) and the rows they reference: t
 executable state. (ii) relation completion adds the rows related to the targets: records that
 reference them and records of the same business object through its shared key (a customer's
 invoices). (iii) context enrichment adds historical records and distractors: other rows that do
-not impersonate a bound object. Target rows are protected: a later round (or a model) may never
+not impersonate a bound object, and new near-duplicates of the target rows (another customer
+"Alice J. Haddad" beside "Alice Haddad"; `weft_tasks.grounding.distractors`). Target rows are protected: a later round (or a model) may never
 replace them, so entity correspondence and completion conditions are kept. The checks of the
 graph are never touched by grounding.
 
@@ -34,6 +35,7 @@ from weft_core.exceptions import ModelOutputError
 from weft_core.llm import ask_structured
 from weft_core.models import TaskGraph
 from weft_tasks.atomic.bundle import BundleView
+from weft_tasks.grounding.distractors import near_duplicate
 from weft_tasks.grounding.identity import link_key
 from weft_tasks.grounding.schema import Rows, check_rows
 
@@ -257,6 +259,18 @@ def context_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> d
                     continue
                 _with_parents(bundle, entity.name, row, have, out)
                 n += 1
+            # near-duplicates of the rows the tasks act on: what a careless agent would pick
+            targets = state.rounds[0].get(mcp, {}).get(entity.name, []) if state.rounds else []
+            pool = [
+                *bundle.rows(entity.name),
+                *current.get(mcp, {}).get(entity.name, []),
+                *out.get(entity.name, []),
+            ]
+            for salt, target in enumerate(targets[: state.distractors]):
+                twin = near_duplicate(entity, target, pool, bound, salt)
+                if twin is not None:
+                    out.setdefault(entity.name, []).append(twin)
+                    pool.append(twin)
         proposed[mcp] = out
     accepted, issues = _accept(state, bundles, proposed, protect=True)
     return {"rounds": [*state.rounds, accepted], "issues": issues}

@@ -9,8 +9,9 @@ Disclosure varies how explicit a request is, never what the task is (paper §3.1
   can look them up from the identifying value. One identifying value per object always remains,
   so user-known inputs are never lost.
 
-Upstream inputs are always referred to by the step they come from; their values do not exist
-before the rollout.
+Upstream inputs are referred to by the step they come from; at full disclosure a value the
+earlier step reads from the initial state is also stated (one created during the rollout has no
+value before it and is only ever referred to).
 """
 
 from __future__ import annotations
@@ -87,6 +88,17 @@ def disclose_inputs(
         if inp.source == "upstream":
             step = intents.get(inp.from_node or "", inp.from_node or "an earlier step")
             what = (inp.from_output or inp.name).replace("_", " ")
+            if disclosure is Disclosure.FULL and inp.value is not None:
+                # full gives everything: the value an earlier step finds in the initial state
+                # is known, so it is stated next to where it comes from
+                out.append(
+                    InputDisclosure(
+                        inp,
+                        "stated",
+                        f"{label}: {format_value(inp.value)} (the {what} from '{step}')",
+                    )
+                )
+                continue
             out.append(InputDisclosure(inp, "upstream", f"{label}: use the {what} from '{step}'"))
             continue
         if inp.value is None:
