@@ -50,14 +50,32 @@ async def test_stdio_command_server(client: MegaMCPClient):
 
 
 def test_command_placeholders_expand_to_the_session_paths(tmp_path: Path):
+    from weft_megamcp.sandbox import Sandbox
     from weft_megamcp.stdio_transport import command_transport
 
     ws, db = tmp_path / "ws", tmp_path / "s.sqlite"
-    t = command_transport(
-        ["srv", "--db-path", "${WEFT_DB_PATH}", "--root=${WEFT_WORKSPACE}/x"],
-        {"MEMORY_FILE_PATH": "${WEFT_WORKSPACE}/memory.jsonl"},
-        ws,
-        db,
-    )
+    ws.mkdir()
+    db.touch()
+    argv = ["srv", "--db-path", "${WEFT_DB_PATH}", "--root=${WEFT_WORKSPACE}/x"]
+    env = {"MEMORY_FILE_PATH": "${WEFT_WORKSPACE}/memory.jsonl"}
+    t = command_transport(argv, env, ws, db, sandbox=Sandbox(mode="off"))
     assert t.args == ["--db-path", str(db), f"--root={ws}/x"]
     assert t.env is not None and t.env["MEMORY_FILE_PATH"] == f"{ws}/memory.jsonl"
+
+
+def test_command_placeholders_name_the_sandbox_paths_when_sandboxed(tmp_path: Path):
+    from weft_megamcp.sandbox import Sandbox, SandboxUnavailable
+    from weft_megamcp.stdio_transport import command_transport
+
+    ws, db = tmp_path / "ws", tmp_path / "s.sqlite"
+    ws.mkdir()
+    db.touch()
+    argv = ["srv", "--db-path", "${WEFT_DB_PATH}", "--root=${WEFT_WORKSPACE}/x"]
+    try:
+        t = command_transport(argv, {}, ws, db, sandbox=Sandbox(mode="bwrap"))
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no usable sandbox on this machine: {exc}")
+    # Inside bwrap the session's files are bind mounts at /session/...; the host path of the
+    # workspace appears only as a bind source, never as the server's own argument.
+    tail = t.args[t.args.index("srv") + 1 :]
+    assert tail == ["--db-path", "/session/state.sqlite", "--root=/session/workspace/x"]
