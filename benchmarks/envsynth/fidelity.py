@@ -35,6 +35,7 @@ import copy
 import inspect
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -265,6 +266,23 @@ def _state_importer() -> Any:
     return import_state
 
 
+def read_tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every table of the session DB (a bundle may keep session state, e.g. the current
+    directory, outside its entity tables)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        names = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not r[0].startswith(("sqlite_", "alembic_"))
+        ]
+        return {
+            n: sorted(map(tuple, conn.execute(f'SELECT * FROM "{n}"')), key=repr) for n in names
+        }
+    finally:
+        conn.close()
+
+
 async def replay_entry(
     bundle: Path,
     server_mod: Any,
@@ -278,7 +296,7 @@ async def replay_entry(
     from fastmcp import Client
 
     from weft_core.binding import SessionBinding, bind_session, release_session
-    from weft_envsynth._internal.dbstate import read_db, read_workspace
+    from weft_envsynth._internal.dbstate import read_workspace
 
     tmp = Path(
         tempfile.mkdtemp(
@@ -303,7 +321,7 @@ async def replay_entry(
                 for (name, args), (real_ok, real_changed, real_result) in zip(
                     calls, real_outcomes, strict=True
                 ):
-                    before = (read_db(db, model), read_workspace(ws))
+                    before = (read_tables(db), read_workspace(ws))
                     try:
                         res = await client.call_tool(name, args, raise_on_error=False)
                         err = bool(res.is_error)
@@ -316,7 +334,7 @@ async def replay_entry(
                                 data = text
                     except Exception as exc:  # an unknown tool or a refused schema
                         err, data = True, f"{type(exc).__name__}: {exc}"
-                    after = (read_db(db, model), read_workspace(ws))
+                    after = (read_tables(db), read_workspace(ws))
                     tally.calls += 1
                     per = tally.per_tool.setdefault(name, [0, 0])
                     if not real_ok:

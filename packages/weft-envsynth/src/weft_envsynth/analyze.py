@@ -25,6 +25,8 @@ from weft_core.models.env import Operation
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import field_type, schema_type, string_enum
 from weft_envsynth.errors import SpecRejected
+from weft_envsynth.filesem import OPERATION as FILE_OPERATION
+from weft_envsynth.filesem import file_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
@@ -252,6 +254,9 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     ops: dict[str, tuple[Operation, str | None]] = {
         t.name: classify_operation(t) for t in spec.tools
     }
+    # File-oriented tool sets (cd, ls, cat, mv, ...): the whole definition decides, not a CRUD verb.
+    for name, sem in file_tool_set(spec).items():
+        ops[name] = (FILE_OPERATION[sem.verb], sem.verb)  # type: ignore[assignment]
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
     id_entities: Counter[str] = Counter()

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.filesem import file_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
 
@@ -151,6 +152,17 @@ def backend(
                 continue
             notes.append(f"backend: model route for {c.tool} rejected ({problems[0]})")
         routes.append(route_programmatic(c, model))
+    shell = file_tool_set(spec)
+    for i, r in enumerate(routes):
+        sem = shell.get(r.tool)
+        if sem is not None and r.operation.startswith("file_"):
+            routes[i] = r.model_copy(
+                update={
+                    "file_verb": sem.verb,
+                    "file_roles": dict(sem.roles),
+                    "response_fields": list(sem.response_fields),
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -361,6 +373,14 @@ def _render_route(
 
 def _render_file_route(route: RoutePlan, arg: Any) -> list[str]:
     op = route.operation
+    if route.file_verb:
+        pairs = ", ".join(
+            f"{role!r}: {arg(a)}" for a, role in route.file_roles.items() if role != "other"
+        )
+        return [
+            f"a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
+            f"return shell({route.file_verb!r}, a, {route.response_fields!r})",
+        ]
     p = arg(route.path_argument)
     out: list[str] = []
     if op == "file_read":
@@ -456,6 +476,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "    page,",
         "    require_row,",
         "    row_dict,",
+        "    shell,",
         "    text_match,",
         "    workspace_root,",
         "    ws_path,",

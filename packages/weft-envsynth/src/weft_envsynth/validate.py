@@ -81,6 +81,7 @@ class _Validator(WorkspaceChecks, CallGenerator):
         self.client = client
         self.db = db
         self.ws = ws
+        self.seed_files = SEED_FILES
         self.checks: list[CheckRecord] = []
         self._n = 0
 

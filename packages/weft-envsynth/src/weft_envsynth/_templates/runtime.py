@@ -363,3 +363,208 @@ def certified_tools() -> set[str] | None:
         return None
     manifest = json.loads(path.read_text(encoding="utf-8"))
     return {t["name"] for t in manifest.get("tools", []) if t.get("certified")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Workspace tools with shell semantics (weft_envsynth.filesem assigns the verbs): paths are
+# relative to the session's current directory, which lives in the session DB (table weft_cwd) so
+# that snapshots, forks and restores carry it with the rest of the state.
+
+_CWD_TABLE = "CREATE TABLE IF NOT EXISTS weft_cwd (id INTEGER PRIMARY KEY CHECK (id = 1), path TEXT NOT NULL)"
+
+
+def _cwd_engine() -> sa.Engine:
+    binding = current_binding()
+    return engine_for(binding.db_path, binding.session_id)
+
+
+def shell_cwd() -> Path:
+    """The session's current directory (the workspace root until a navigate tool moves it)."""
+    root = workspace_root().resolve()
+    with _cwd_engine().begin() as conn:
+        conn.exec_driver_sql(_CWD_TABLE)
+        row = conn.exec_driver_sql("SELECT path FROM weft_cwd WHERE id = 1").fetchone()
+    if row is None:
+        return root
+    try:
+        cwd = resolve_in_workspace(root, str(row[0]))
+    except WorkspaceEscapeError:
+        return root
+    return cwd if cwd.is_dir() else root
+
+
+def _set_cwd(path: Path) -> None:
+    rel = ws_rel(path)
+    with _cwd_engine().begin() as conn:
+        conn.exec_driver_sql(_CWD_TABLE)
+        conn.exec_driver_sql(
+            "INSERT INTO weft_cwd (id, path) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET path = excluded.path",
+            (rel,),
+        )
+
+
+def _resolve(name: Any, *, base: Path | None = None) -> Path:
+    if not isinstance(name, str) or not name.strip():
+        raise ToolFailure("invalid_arguments", "a file or directory name is required")
+    root = workspace_root().resolve()
+    start = base or shell_cwd()
+    rel = name if name.startswith("/") else (start.relative_to(root) / name).as_posix()
+    return ws_path(rel if name.startswith("/") else "/" + rel)
+
+
+def _file(name: Any) -> Path:
+    path = _resolve(name)
+    if not path.is_file():
+        raise ToolFailure("not_found", f"no such file: {name}", 404)
+    return path
+
+
+def _read(name: Any) -> str:
+    return _file(name).read_text(encoding="utf-8", errors="replace")
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.2f} {unit}"
+        size /= 1024
+    return f"{size:.2f} GB"
+
+
+def shell(verb: str, a: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """Run one workspace verb with real semantics; the result carries the documented fields."""
+    root = workspace_root().resolve()
+    cwd = shell_cwd()
+    value: Any = None
+    extra: dict[str, Any] = {}
+    if verb == "navigate":
+        target = _resolve(a.get("path"))
+        if not target.is_dir():
+            raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+        _set_cwd(target)
+        value = ws_rel(target)
+    elif verb == "where":
+        value = ws_rel(cwd)
+    elif verb == "list":
+        base = _resolve(a["path"]) if a.get("path") else cwd
+        if not base.is_dir():
+            raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+        names = sorted(p.name for p in base.iterdir())
+        value = names if a.get("flag") else [n for n in names if not n.startswith(".")]
+    elif verb == "read":
+        value = _read(a.get("path"))
+    elif verb in {"tail", "head"}:
+        lines = _read(a.get("path")).splitlines()
+        n = int(a.get("count") or 10)
+        value = "\n".join(lines[-n:] if verb == "tail" else lines[:n])
+    elif verb == "grep":
+        pattern = str(a.get("pattern") or "")
+        value = [line for line in _read(a.get("path")).splitlines() if pattern in line]
+    elif verb == "sort":
+        value = "\n".join(sorted(_read(a.get("path")).splitlines()))
+    elif verb == "count":
+        text = _read(a.get("path"))
+        mode = str(a.get("mode") or "l").lower()[:1]
+        value = {"w": len(text.split()), "c": len(text)}.get(mode, len(text.splitlines()))
+        extra = {"mode": {"w": "words", "c": "characters"}.get(mode, "lines")}
+    elif verb == "diff":
+        import difflib
+
+        left, right = _read(a.get("path")).splitlines(), _read(a.get("target")).splitlines()
+        value = "\n".join(
+            line for line in difflib.ndiff(left, right) if line.startswith(("- ", "+ "))
+        )
+    elif verb == "find":
+        base = _resolve(a["path"]) if a.get("path") else cwd
+        if not base.is_dir():
+            raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+        needle = str(a.get("pattern") or "")
+        value = sorted(
+            "./" + p.relative_to(base).as_posix() for p in base.rglob("*") if needle in p.name
+        )
+    elif verb == "usage":
+        n = _size(cwd)
+        value = _human(n) if a.get("flag") else f"{n} bytes"
+    elif verb == "write":
+        content = a.get("content")
+        text = content if isinstance(content, str) else json.dumps(content)
+        if a.get("path"):
+            path = _resolve(a["path"])
+            if path.is_dir():
+                raise ToolFailure("invalid_path", f"{a['path']} is a directory")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            value = None
+        else:
+            value = text
+    elif verb == "touch":
+        path = _resolve(a.get("path"))
+        if path.is_dir():
+            raise ToolFailure("conflict", f"{a.get('path')} is a directory", 409)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    elif verb == "mkdir":
+        path = _resolve(a.get("path"))
+        if path.exists():
+            raise ToolFailure("conflict", f"{a.get('path')} already exists", 409)
+        path.mkdir(parents=True)
+    elif verb in {"move", "copy"}:
+        src = _resolve(a.get("path"))
+        if not src.exists():
+            raise ToolFailure("not_found", f"no such file or directory: {a.get('path')}", 404)
+        dst = _resolve(a.get("target"))
+        if dst.is_dir():
+            dst = dst / src.name
+        if dst.exists():
+            raise ToolFailure("conflict", f"{ws_rel(dst)} already exists", 409)
+        if src == root or src in dst.parents:
+            raise ToolFailure("invalid_path", "cannot move or copy a directory into itself")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if verb == "move":
+            shutil.move(str(src), str(dst))
+        elif src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+        value = f"{'moved' if verb == 'move' else 'copied'} {ws_rel(src)} to {ws_rel(dst)}"
+    elif verb in {"remove", "rmdir"}:
+        path = _resolve(a.get("path"))
+        if path in (root, cwd) or path in cwd.parents:
+            raise ToolFailure(
+                "invalid_path", "cannot remove the workspace root or the current directory"
+            )
+        if verb == "rmdir":
+            if not path.is_dir():
+                raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+            if any(path.iterdir()):
+                raise ToolFailure("invalid_state", f"directory not empty: {a.get('path')}", 409)
+            path.rmdir()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        elif path.is_file():
+            path.unlink()
+        else:
+            raise ToolFailure("not_found", f"no such file or directory: {a.get('path')}", 404)
+        value = f"removed {ws_rel(path)}"
+    else:
+        raise ToolFailure("unsupported", f"file verb {verb} is not supported", 501)
+    return shape_result(value, extra, fields)
+
+
+def shape_result(value: Any, extra: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """The primary value under the first documented field, known extras under fields named like
+    them (e.g. a count's mode under 'type'), the rest of the documented fields as null."""
+    if not fields:
+        return {"result": value, **extra} if value is not None or extra else {}
+    out: dict[str, Any] = {fields[0]: value}
+    spare = list(extra.values())
+    for f in fields[1:]:
+        out[f] = extra.get(f, spare.pop(0) if spare else None)
+    return out
