@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.filesem import file_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
@@ -163,6 +164,21 @@ def backend(
                     "response_fields": list(sem.response_fields),
                 }
             )
+    stateless = {e.name for e in model.entities if e.reference_data}
+    for i, r in enumerate(routes):
+        if r.file_verb or r.operation not in {"compute", "search", "read", "list"}:
+            continue
+        if r.entity not in stateless:
+            continue
+        csem = compute_semantics(spec.tool(r.tool))
+        if csem is not None:
+            routes[i] = r.model_copy(
+                update={
+                    "compute_op": csem.op,
+                    "compute_roles": operand_roles(csem),
+                    "response_fields": list(csem.response_fields),
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -253,6 +269,15 @@ def _render_route(
         head.append("    " + _docstring(tool))
         body = _render_file_route(route, arg)
         return head + ["    " + line if line else "" for line in body]
+    if route.compute_op:
+        head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
+        head.append("    " + _docstring(tool))
+        pairs = ", ".join(f"{role!r}: {arg(a)}" for a, role in route.compute_roles.items())
+        return [
+            *head,
+            f"    a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
+            f"    return compute({route.compute_op!r}, a, {route.response_fields!r})",
+        ]
     entity = model.entity(route.entity or "")
     cls = f"m.{model_class(entity.name)}"
     key = entity.key
@@ -468,6 +493,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "    build_mcp,",
         "    certified_tools,",
         "    check_transition,",
+        "    compute,",
         "    db_session,",
         "    first_row,",
         "    get_row,",

@@ -91,6 +91,12 @@ class RoutePlan(WeftModel):
     response_fields: list[str] = Field(
         default_factory=list, description="Documented result fields the route's result carries."
     )
+    compute_op: str | None = Field(
+        default=None, description="Operation computed from the arguments (computesem)."
+    )
+    compute_roles: dict[str, str] = Field(
+        default_factory=dict, description="argument -> operand name for compute_op."
+    )
     commit: bool = Field(default=True, description="Whether the route commits its session.")
 
 

@@ -27,6 +27,11 @@ from weft_core.models import Entity, EntityModel, WeftModel
 from weft_envsynth._internal import words as W
 from weft_envsynth.errors import BundleError, EnvSynthUserError
 
+_NATURAL_KEYS = ("symbol", "code", "username", "user_name", "slug", "name", "title")
+
+
+_WRAPPER_WORDS = {"info", "details", "data", "record", "records", "list", "map", "table"}
+
 
 class StateImportReport(WeftModel):
     """What an import wrote, and what did not fit the schema (with the reason)."""
@@ -109,7 +114,15 @@ class _Importer:
     # -- database --------------------------------------------------------------------------
 
     def entity_for(self, key: str) -> Entity | None:
-        return self.by_norm.get(key) or self.by_norm.get(_norm(key))
+        found = self.by_norm.get(key) or self.by_norm.get(_norm(key))
+        if found is not None:
+            return found
+        words = W.split_words(key)
+        # 'watch_list' -> 'watchlist'; 'account_info' / 'user_details' -> 'account' / 'user'.
+        for cand in ("".join(words), "_".join(w for w in words if w not in _WRAPPER_WORDS)):
+            if cand and (found := self.by_norm.get(cand) or self.by_norm.get(_norm(cand))):
+                return found
+        return None
 
     def records(self, entity: Entity, value: Any, where: str, parent: dict[str, Any]) -> None:
         if isinstance(value, list):
@@ -163,6 +176,14 @@ class _Importer:
                 self.report.not_imported.append(f"{where}.{k}: {entity.name} has no field for it")
         if row.get(entity.key) is None:
             row[entity.key] = self._key(entity, outer_key)
+        if outer_key is not None:
+            # {"AAPL": {...}}: the outer key is also the record's natural key (symbol, code, name)
+            # when the record does not repeat it.
+            natural = next(
+                (f for f in entity.fields if f.name in _NATURAL_KEYS and not f.primary_key), None
+            )
+            if natural is not None and row.get(natural.name) is None and natural.type == "string":
+                row[natural.name] = str(outer_key)
         for fname, value in parent.items():
             if fname in fields and row.get(fname) is None:
                 row[fname] = value
