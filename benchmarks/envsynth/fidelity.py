@@ -34,6 +34,7 @@ import asyncio
 import copy
 import inspect
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -504,7 +505,11 @@ def run_before(ref: str, argv: list[str]) -> dict[str, Any]:
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(src)], input=arch, check=True)
         out = src / "before.json"
-        env = {**__import__("os").environ, "PYTHONPATH": str(src / "packages/weft-envsynth/src")}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(src / "packages/weft-envsynth/src"),
+            "WEFT_FIDELITY_LABEL": f"weft-envsynth at {ref}",
+        }
         subprocess.run([sys.executable, __file__, *argv, "--json", str(out)], env=env, check=True)
         data: dict[str, Any] = json.loads(out.read_text())
         return data
@@ -544,7 +549,9 @@ def main() -> None:
     if before is not None:
         print_table(f"\n{title}: weft-envsynth at {args.before}", before["tool_sets"])
     print_table(
-        f"\n{title}: weft-envsynth now ({Path(weft_envsynth.__file__).parent})", now["tool_sets"]
+        f"\n{title}: {os.environ.get('WEFT_FIDELITY_LABEL', 'weft-envsynth now')} "
+        f"({Path(weft_envsynth.__file__).parent})",
+        now["tool_sets"],
     )
     if before is not None:
         print("\nside by side (before -> after)")
