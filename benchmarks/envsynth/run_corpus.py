@@ -30,6 +30,60 @@ def reason_class(text: str | None) -> str:
     return " ".join(t.split()[:7])[:70]
 
 
+class BundleShape:
+    """What the written bundles model: lookups vs state, relations, tools touching several entities."""
+
+    def __init__(self) -> None:
+        self.bundles = 0
+        self.with_relation = 0
+        self.tools = 0
+        self.lookups = 0
+        self.computed = 0
+        self.multi_entity = 0
+
+    def count(self, bundle: Path) -> None:
+        try:
+            entities = json.loads((bundle / "entities.json").read_text())
+            contracts = json.loads((bundle / "contracts.json").read_text())["contracts"]
+            validation = json.loads((bundle / "validation.json").read_text())
+        except (OSError, ValueError, KeyError):
+            return
+        stateless = {e["name"] for e in entities.get("entities", []) if e.get("reference_data")}
+        has_fk = any(
+            f.get("foreign_key") for e in entities.get("entities", []) for f in e.get("fields", [])
+        )
+        self.bundles += 1
+        self.with_relation += bool(entities.get("relations") or has_fk)
+        semantics = validation.get("tool_semantics")
+        for c in contracts:
+            self.tools += 1
+            kind = (semantics or {}).get(c["tool"], {}).get("kind")
+            if semantics is None:  # bundles from before tool_semantics: a stateless entity = lookup
+                kind = "lookup" if c.get("entity") in stateless else "other"
+            self.lookups += kind == "lookup"
+            self.computed += kind == "compute"
+            touched = {x.split(".")[0] for x in [*c.get("reads", []), *c.get("writes", [])]}
+            self.multi_entity += len(touched - {"workspace"}) > 1
+
+    def figures(self) -> dict[str, float]:
+        t, b = max(1, self.tools), max(1, self.bundles)
+        return {
+            "tools_stateless_lookup_pct": round(100 * self.lookups / t, 1),
+            "tools_computed_pct": round(100 * self.computed / t, 1),
+            "bundles_with_relation_pct": round(100 * self.with_relation / b, 1),
+            "tools_touching_several_entities_pct": round(100 * self.multi_entity / t, 1),
+        }
+
+    def rows(self) -> list[tuple[str, str]]:
+        f = self.figures()
+        return [
+            ("tools served as stateless lookups", f"{f['tools_stateless_lookup_pct']}%"),
+            ("tools computed from their arguments", f"{f['tools_computed_pct']}%"),
+            ("bundles with at least one relation", f"{f['bundles_with_relation_pct']}%"),
+            ("tools touching more than one entity", f"{f['tools_touching_several_entities_pct']}%"),
+        ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(CORPUS))
@@ -49,6 +103,7 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     done = [0]
+    shape = BundleShape()
     t0 = time.perf_counter()
 
     partial = (out / "results.jsonl").open("a", encoding="utf-8")
@@ -63,6 +118,8 @@ def main() -> None:
                 f"  {done[0]}/{len(files)} specs, {el:.0f}s, {done[0] / el * 60:.1f} MCPs/min",
                 flush=True,
             )
+        if r.bundle:
+            shape.count(Path(r.bundle))
         if not args.keep and r.bundle:
             shutil.rmtree(r.bundle, ignore_errors=True)
 
@@ -83,6 +140,7 @@ def main() -> None:
         "status": dict(status),
         "tools_total": tools_total,
         "tools_certified": tools_cert,
+        "bundle_shape": shape.figures(),
         "wall_seconds": round(wall, 1),
         "mcps_per_minute": round(len(files) / wall * 60, 1),
         "spec_failure_reasons": spec_reasons.most_common(),
@@ -101,6 +159,7 @@ def main() -> None:
             "tools certified / total (of loaded specs)",
             f"{tools_cert} / {tools_total} ({tools_cert / max(1, tools_total):.1%})",
         ),
+        *shape.rows(),
         ("wall time", f"{wall:.0f} s with --jobs {args.jobs}"),
         ("MCPs per minute", f"{len(files) / wall * 60:.1f}"),
     ]

@@ -122,6 +122,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # a server subprocess importing the stack: 40 s on a loaded 2-core machine
 async def test_serve_runs_a_bundle_over_streamable_http(
     tmp_path: Path, helpdesk_bundle: Path
 ) -> None:

@@ -11,6 +11,7 @@ from weft_envsynth.graph import build_envsynth_graph
 from weft_envsynth.loader import create_bundle_server, import_bundle
 from weft_envsynth.pipeline import SynthResult, synthesize_file, synthesize_files, synthesize_spec
 from weft_envsynth.state import EnvSynthContext, EnvSynthState
+from weft_envsynth.stateimport import StateImportReport, import_state
 
 __version__ = "0.1.0"
 
@@ -22,11 +23,13 @@ __all__ = [
     "EnvSynthState",
     "EnvSynthUserError",
     "SpecRejected",
+    "StateImportReport",
     "SynthResult",
     "__version__",
     "build_envsynth_graph",
     "create_bundle_server",
     "import_bundle",
+    "import_state",
     "synthesize_file",
     "synthesize_files",
     "synthesize_spec",

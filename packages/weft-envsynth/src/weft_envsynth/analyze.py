@@ -24,7 +24,10 @@ from weft_core.models import (
 from weft_core.models.env import Operation
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import field_type, schema_type, string_enum
+from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
+from weft_envsynth.filesem import OPERATION as FILE_OPERATION
+from weft_envsynth.filesem import file_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
@@ -239,6 +242,38 @@ class _EntityDraft:
         )
 
 
+_MAX_RESPONSE_FIELDS = 24
+
+
+def _response_fields(d: _EntityDraft, tool: ToolSpec) -> None:
+    """Scalar fields of the documented response are fields of the entity the tool returns (what a
+    real `get_stock_info` answers, `price`, `volume`, becomes stored state the seed and an imported
+    state fill). A response that wraps its data in one object or a list of objects is unwrapped
+    once; nested structures and malformed schemas add nothing."""
+    out = tool.output_schema
+    props = out.get("properties") if isinstance(out, dict) else None
+    if not isinstance(props, dict):
+        return
+    if len(props) == 1:
+        only = next(iter(props.values()))
+        inner = (
+            only.get("items") if isinstance(only, dict) and schema_type(only) == "array" else only
+        )
+        if isinstance(inner, dict) and isinstance(inner.get("properties"), dict):
+            props = inner["properties"]
+    added = 0
+    for name, schema in props.items():
+        if added >= _MAX_RESPONSE_FIELDS or not isinstance(schema, dict):
+            break
+        if schema_type(schema) not in {"string", "integer", "number", "boolean"}:
+            continue
+        norm = _norm_arg(str(name))
+        if norm in d.fields or norm == d.key or norm in {"id", "status_code", "error", "message"}:
+            continue
+        d.add_field(norm, schema, description=str(schema.get("description", "")))
+        added += 1
+
+
 def analyze_programmatic(spec: MCPSpec) -> Analysis:
     """Infer entities, relations and tool effects from names, descriptions and argument schemas."""
     if not spec.tools:
@@ -252,6 +287,13 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     ops: dict[str, tuple[Operation, str | None]] = {
         t.name: classify_operation(t) for t in spec.tools
     }
+    # A recognisable computation (add(a, b), mean(numbers)) is not a create or a lookup.
+    for t in spec.tools:
+        if compute_semantics(t) is not None:
+            ops[t.name] = ("compute", None)
+    # File-oriented tool sets (cd, ls, cat, mv, ...): the whole definition decides, not a CRUD verb.
+    for name, sem in file_tool_set(spec).items():
+        ops[name] = (FILE_OPERATION[sem.verb], sem.verb)  # type: ignore[assignment]
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
     id_entities: Counter[str] = Counter()
@@ -335,6 +377,8 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             d.add_field(norm, schema, description=str(desc))
         if not d.description:
             d.description = t.description[:200]
+        if op in {"read", "list", "search", "compute", "create", "update", "action"}:
+            _response_fields(d, t)
 
     for tname, ktype in referenced.items():
         if tname not in drafts:

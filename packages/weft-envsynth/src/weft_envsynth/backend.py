@@ -15,6 +15,8 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.computesem import compute_semantics, operand_roles
+from weft_envsynth.filesem import file_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
 
@@ -151,6 +153,32 @@ def backend(
                 continue
             notes.append(f"backend: model route for {c.tool} rejected ({problems[0]})")
         routes.append(route_programmatic(c, model))
+    shell = file_tool_set(spec)
+    for i, r in enumerate(routes):
+        sem = shell.get(r.tool)
+        if sem is not None and r.operation.startswith("file_"):
+            routes[i] = r.model_copy(
+                update={
+                    "file_verb": sem.verb,
+                    "file_roles": dict(sem.roles),
+                    "response_fields": list(sem.response_fields),
+                }
+            )
+    stateless = {e.name for e in model.entities if e.reference_data}
+    for i, r in enumerate(routes):
+        if r.file_verb or r.operation not in {"compute", "search", "read", "list"}:
+            continue
+        if r.entity not in stateless:
+            continue
+        csem = compute_semantics(spec.tool(r.tool))
+        if csem is not None:
+            routes[i] = r.model_copy(
+                update={
+                    "compute_op": csem.op,
+                    "compute_roles": operand_roles(csem),
+                    "response_fields": list(csem.response_fields),
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -241,6 +269,15 @@ def _render_route(
         head.append("    " + _docstring(tool))
         body = _render_file_route(route, arg)
         return head + ["    " + line if line else "" for line in body]
+    if route.compute_op:
+        head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
+        head.append("    " + _docstring(tool))
+        pairs = ", ".join(f"{role!r}: {arg(a)}" for a, role in route.compute_roles.items())
+        return [
+            *head,
+            f"    a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
+            f"    return compute({route.compute_op!r}, a, {route.response_fields!r})",
+        ]
     entity = model.entity(route.entity or "")
     cls = f"m.{model_class(entity.name)}"
     key = entity.key
@@ -361,6 +398,14 @@ def _render_route(
 
 def _render_file_route(route: RoutePlan, arg: Any) -> list[str]:
     op = route.operation
+    if route.file_verb:
+        pairs = ", ".join(
+            f"{role!r}: {arg(a)}" for a, role in route.file_roles.items() if role != "other"
+        )
+        return [
+            f"a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
+            f"return shell({route.file_verb!r}, a, {route.response_fields!r})",
+        ]
     p = arg(route.path_argument)
     out: list[str] = []
     if op == "file_read":
@@ -448,6 +493,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "    build_mcp,",
         "    certified_tools,",
         "    check_transition,",
+        "    compute,",
         "    db_session,",
         "    first_row,",
         "    get_row,",
@@ -456,6 +502,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "    page,",
         "    require_row,",
         "    row_dict,",
+        "    shell,",
         "    text_match,",
         "    workspace_root,",
         "    ws_path,",

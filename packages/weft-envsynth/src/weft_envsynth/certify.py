@@ -15,6 +15,7 @@ from typing import Any
 
 from weft_core.models import EnvBundleManifest, StateKind, ToolCertification
 from weft_envsynth._internal.assemble import dump_json, file_hashes
+from weft_envsynth.computesem import lookup_reason
 from weft_envsynth.state import EnvSynthState
 from weft_envsynth.validate import SEED_FILES
 
@@ -48,6 +49,37 @@ def tool_certifications(state: EnvSynthState) -> list[ToolCertification]:
     return out
 
 
+def tool_semantics(state: EnvSynthState) -> dict[str, dict[str, str]]:
+    """Per tool: how the backend serves it (workspace verb, computed, database, or a lookup over
+    reference data) and why; a lookup says what kept it from being computed."""
+    out: dict[str, dict[str, str]] = {}
+    routes = {r.tool: r for r in (state.backend.routes if state.backend else [])}
+    stateless = {
+        e.name for e in (state.entities.entities if state.entities else []) if e.reference_data
+    }
+    for t in state.spec.tools:
+        r = routes.get(t.name)
+        if r is None:
+            continue
+        if r.file_verb:
+            out[t.name] = {
+                "kind": "workspace",
+                "why": f"file verb {r.file_verb!r} from its definition",
+            }
+        elif r.compute_op:
+            out[t.name] = {
+                "kind": "compute",
+                "why": f"computes {r.compute_op!r} from its arguments",
+            }
+        elif r.operation.startswith("file_"):
+            out[t.name] = {"kind": "workspace", "why": f"{r.operation} on a path argument"}
+        elif r.entity in stateless:
+            out[t.name] = {"kind": "lookup", "why": lookup_reason(t)}
+        else:
+            out[t.name] = {"kind": "database", "why": f"{r.operation} on {r.entity}"}
+    return out
+
+
 def certify_state(state: EnvSynthState) -> dict[str, Any]:
     work = Path(state.work_dir) if state.work_dir else None
     if state.error is not None:
@@ -75,6 +107,7 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
         "strategy": state.strategy,
         "notes": state.notes,
         "tools": [t.model_dump(mode="json") for t in tools],
+        "tool_semantics": tool_semantics(state),
         "rounds": [
             r.model_dump(mode="json")
             for r in [*state.history, *([state.report] if state.report else [])]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -62,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     v.add_argument(
         "--workspace", default=None, help="workspace folder for file tools (default ./workspace)"
+    )
+    v.add_argument(
+        "--state",
+        default=None,
+        help="JSON state document loaded as the initial state (entity -> records, file trees); "
+        "what does not fit the schema is listed on stderr",
     )
     return p
 
@@ -145,8 +152,6 @@ def synth(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import os
-
     bundle = Path(args.bundle)
     if not (bundle / "manifest.json").exists():
         raise BundleError(
@@ -158,9 +163,30 @@ def serve(args: argparse.Namespace) -> int:
         os.environ["WEFT_WORKSPACE"] = str(Path(args.workspace).resolve())
     from weft_envsynth.loader import import_bundle
 
+    if args.state:
+        _load_state(bundle, Path(args.state), args)
     server = import_bundle(bundle).create_server()
     server.run(transport="http", host=args.host, port=args.port)
     return 0
+
+
+def _load_state(bundle: Path, state: Path, args: argparse.Namespace) -> None:
+    import shutil
+
+    from weft_envsynth.stateimport import import_state
+
+    db = Path(args.db or "state.sqlite").resolve()
+    ws = Path(args.workspace or "workspace").resolve()
+    if not db.exists():
+        shutil.copyfile(bundle / "seed.sqlite", db)
+    if not ws.exists() and (bundle / "seed_workspace").is_dir():
+        shutil.copytree(bundle / "seed_workspace", ws)
+    report = import_state(bundle, state, db_path=db, workspace=ws)
+    os.environ["WEFT_DB_PATH"], os.environ["WEFT_WORKSPACE"] = str(db), str(ws)
+    rows = ", ".join(f"{k} {n}" for k, n in report.rows.items()) or "none"
+    print(f"weft-envsynth: state {state}: rows {rows}; files {report.files}", file=sys.stderr)
+    for line in report.not_imported:
+        print(f"weft-envsynth: state {state}: not imported: {line}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

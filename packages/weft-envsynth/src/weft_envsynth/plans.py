@@ -82,6 +82,21 @@ class RoutePlan(WeftModel):
         default=None, description="Second path (move/copy destination)."
     )
     content_argument: str | None = None
+    file_verb: str | None = Field(
+        default=None, description="Workspace verb with shell semantics (weft_envsynth.filesem)."
+    )
+    file_roles: dict[str, str] = Field(
+        default_factory=dict, description="argument -> role for file_verb (path, target, ...)."
+    )
+    response_fields: list[str] = Field(
+        default_factory=list, description="Documented result fields the route's result carries."
+    )
+    compute_op: str | None = Field(
+        default=None, description="Operation computed from the arguments (computesem)."
+    )
+    compute_roles: dict[str, str] = Field(
+        default_factory=dict, description="argument -> operand name for compute_op."
+    )
     commit: bool = Field(default=True, description="Whether the route commits its session.")
 
 

@@ -1,272 +1,163 @@
-"""Realistic sample rows for seed.sqlite, deterministic per entity and field name.
+"""Realistic sample rows for seed.sqlite, from Faker, deterministic per entity and field name.
 
 Values depend only on the entity name, the field name and the row index, never on the MCP, so a
 customer CUS-0001 seeded in a CRM and in an orders MCP has the same id, name and email: cross-MCP
-tasks can bind them.
+tasks can bind them. No word lists: Faker's providers are chosen by the field's type and name, and
+enum values come from the definitions.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
+import functools
+import hashlib
 from typing import Any
+
+from faker import Faker
 
 from weft_core.models import Entity, EntityField, EntityModel, MCPSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth.plans import SeedPlan
 
-FIRST = [
-    "Alice",
-    "Bruno",
-    "Chen",
-    "Dalia",
-    "Emeka",
-    "Fatima",
-    "Gustav",
-    "Hana",
-    "Ivan",
-    "Julia",
-    "Kofi",
-    "Lena",
-]
-LAST = [
-    "Martin",
-    "Okafor",
-    "Li",
-    "Haddad",
-    "Novak",
-    "Silva",
-    "Berg",
-    "Tanaka",
-    "Petrov",
-    "Rossi",
-    "Mensah",
-    "Weber",
-]
-CITIES = [
-    "Berlin",
-    "Lisbon",
-    "Toronto",
-    "Osaka",
-    "Nairobi",
-    "Austin",
-    "Lyon",
-    "Seoul",
-    "Denver",
-    "Madrid",
-]
-COUNTRIES = ["DE", "PT", "CA", "JP", "KE", "US", "FR", "KR", "US", "ES"]
-CURRENCIES = ["USD", "EUR", "GBP", "JPY", "CAD"]
-ADJ = [
-    "quarterly",
-    "priority",
-    "standard",
-    "annual",
-    "regional",
-    "premium",
-    "urgent",
-    "shared",
-    "archived",
-    "pilot",
-]
 _PEOPLE = {
-    "customer",
-    "employee",
-    "user",
-    "contact",
-    "person",
-    "member",
-    "patient",
-    "student",
-    "agent",
-    "author",
-    "owner",
-    "assignee",
-    "candidate",
-    "attendee",
-    "client",
-    "lead",
-    "manager",
-    "staff",
-    "driver",
-    "guest",
-    "recipient",
-    "sender",
-}
-_STOP = {
-    "the",
-    "and",
-    "for",
-    "with",
-    "from",
-    "that",
-    "this",
-    "into",
-    "your",
-    "will",
-    "are",
-    "can",
-    "use",
-    "uses",
-    "used",
-    "all",
-    "any",
-    "via",
-    "its",
-    "has",
-    "have",
-    "not",
-    "you",
-    "get",
-    "set",
-    "list",
-    "tool",
-    "tools",
-    "returns",
-    "return",
-    "given",
-    "based",
-    "mcp",
-    "server",
-    "using",
-    "such",
-    "other",
-    "when",
-    "which",
-    "also",
-    "more",
-    "than",
-    "each",
-    "their",
-    "them",
-    "these",
-    "about",
-    "only",
-    "must",
-    "should",
-    "string",
-    "number",
-    "optional",
-    "required",
-    "default",
-}
+    "customer", "employee", "user", "contact", "person", "member", "patient", "student", "agent",
+    "author", "owner", "assignee", "candidate", "attendee", "client", "lead", "manager", "staff",
+    "driver", "guest", "recipient", "sender", "receiver", "passenger", "traveler", "buyer",
+}  # fmt: skip
+_ORGS = {"company", "organization", "organisation", "vendor", "supplier", "merchant", "airline"}
 
 
-def vocabulary(spec: MCPSpec, n: int = 40) -> list[str]:
-    """Frequent content words of the spec's descriptions: the words reference data is about."""
-    counts: Counter[str] = Counter()
-    texts = (
-        [spec.description]
-        + [t.description for t in spec.tools]
-        + [t.name.replace("_", " ") for t in spec.tools]
-    )
-    for text in texts:
-        for w in re.findall(r"[A-Za-z]{4,}", text or ""):
-            lw = w.lower()
-            if lw not in _STOP:
-                counts[lw] += 1
-    words = [w for w, _ in counts.most_common(n)]
-    return words or ["alpha", "beta", "gamma", "delta"]
+@functools.lru_cache(maxsize=1)
+def _faker() -> Faker:
+    return Faker("en_US")
 
 
-def _person(i: int) -> tuple[str, str]:
-    return FIRST[i % len(FIRST)], LAST[(i * 7 + 3) % len(LAST)]
+def _fake(*key: object) -> Faker:
+    """The shared Faker, seeded from `key` alone: the same entity, field and row give the same
+    value in every bundle and every process (no dependence on the MCP or on call order)."""
+    fake = _faker()
+    digest = hashlib.sha256("\x1f".join(map(str, key)).encode()).digest()
+    fake.seed_instance(int.from_bytes(digest[:8], "big"))
+    return fake
 
 
-def field_value(entity: Entity, f: EntityField, i: int, vocab: list[str]) -> Any:
-    """A realistic value of `f` for row `i` of `entity`."""
+def _is_person(entity: Entity) -> bool:
+    return entity.name in _PEOPLE or any(p in entity.name.split("_") for p in _PEOPLE)
+
+
+def _person(entity: Entity, i: int) -> tuple[str, str]:
+    # One person per (entity, row): name, email and username fields of that row agree.
+    fake = _fake("person", entity.name, i)
+    return fake.first_name(), fake.last_name()
+
+
+def field_value(entity: Entity, f: EntityField, i: int, vocab: list[str] | None = None) -> Any:
+    """A realistic value of `f` for row `i` of `entity` (type-, name- and enum-aware, via Faker).
+
+    `vocab` is accepted for compatibility and unused: values come from Faker providers chosen by
+    the field's type, format and name, and from its enum."""
     name = f.name
-    words = name.split("_")
-    ent_title = entity.name.replace("_", " ").title()
-    first, last = _person(i)
+    words = set(name.split("_"))
+    fake = _fake(entity.name, name, i)
+    first, last = _person(entity, i)
     if f.enum:
         return f.enum[i % len(f.enum)]
     if f.type == "boolean":
         return i % 2 == 0
     if f.type == "integer":
-        if any(w in words for w in ("year",)):
-            return 2020 + i % 6
-        if any(w in words for w in ("age",)):
-            return 25 + (i * 7) % 40
-        if any(
-            w in words for w in ("quantity", "qty", "stock", "count", "units", "capacity", "seats")
-        ):
-            return 5 + i * 3
-        return i + 1
+        if words & {"year"}:
+            return fake.random_int(2018, 2026)
+        if words & {"age"}:
+            return fake.random_int(19, 78)
+        if words & {"quantity", "qty", "stock", "count", "units", "capacity", "seats", "shares"}:
+            return fake.random_int(1, 250)
+        if words & {"percent", "percentage", "score", "rating"}:
+            return fake.random_int(0, 100)
+        return i + 1 if words & {"number", "index", "position", "rank"} else fake.random_int(1, 999)
     if f.type == "number":
-        if any(w in words for w in ("rate", "ratio", "score", "rating", "percent", "probability")):
-            return round(0.5 + (i % 5) * 0.1, 2)
-        if any(w in words for w in ("lat", "latitude")):
-            return round(40.0 + i * 0.5, 4)
-        if any(w in words for w in ("lon", "lng", "longitude")):
-            return round(-3.5 + i * 0.5, 4)
-        return round(19.99 + i * 10.5, 2)
+        if words & {"rate", "ratio", "probability", "change"}:
+            return round(fake.pyfloat(min_value=-1, max_value=1), 3)
+        if words & {"score", "rating"}:
+            return round(fake.pyfloat(min_value=1, max_value=5), 1)
+        if words & {"lat", "latitude"}:
+            return float(fake.latitude())
+        if words & {"lon", "lng", "longitude"}:
+            return float(fake.longitude())
+        return round(fake.pyfloat(min_value=5, max_value=5000), 2)
     if f.type == "date":
-        return f"2026-{1 + i % 9:02d}-{10 + i % 18:02d}"
+        return fake.date_between("-1y", "+1y").isoformat()
     if f.type == "datetime":
-        return f"2026-{1 + i % 9:02d}-{10 + i % 18:02d}T{9 + i % 8:02d}:30:00Z"
+        return fake.date_time_between("-1y", "+1y").isoformat(timespec="seconds") + "Z"
     if f.type == "json":
         return None
-    # strings
+    value = _string_value(entity, f, i, fake, first, last)
+    if f.unique and not words & {"email", "username", "login"}:
+        value = f"{value}-{i + 1:03d}"
+    return value
+
+
+def _string_value(
+    entity: Entity, f: EntityField, i: int, fake: Faker, first: str, last: str
+) -> str:
+    name = f.name
+    words = set(name.split("_"))
     if "email" in words:
-        return f"{first}.{last}{'' if i < 12 else i}@example.com".lower()
+        return f"{first}.{last}{i + 1}@example.com".lower()
     if name in {"first_name", "firstname", "given_name"}:
         return first
     if name in {"last_name", "lastname", "family_name", "surname"}:
         return last
-    if name in {
-        "name",
-        "full_name",
-        "fullname",
-        "display_name",
-        "username",
-        "contact_name",
-        "customer_name",
-        "employee_name",
-    }:
-        if entity.name in _PEOPLE or name != "name" or any(p in entity.name for p in _PEOPLE):
-            return f"{first} {last}" if name != "username" else f"{first}{last}{i}".lower()
-        return f"{ADJ[i % len(ADJ)].title()} {ent_title} {i + 1}"
-    if "phone" in words or "mobile" in words:
-        return f"+1-555-01{i:02d}"
-    if "city" in words:
-        return CITIES[i % len(CITIES)]
-    if "country" in words:
-        return COUNTRIES[i % len(COUNTRIES)]
-    if "currency" in words:
-        return CURRENCIES[i % len(CURRENCIES)]
-    if "url" in words or "link" in words or "website" in words:
-        return f"https://example.com/{entity.name}/{i + 1}"
-    if "date" in words or name.endswith("_at") or "time" in words:
-        return f"2026-{1 + i % 9:02d}-{10 + i % 18:02d}"
-    if "sku" in words or "code" in words:
-        return f"{W.id_prefix(entity.name)}-{name[:3].upper()}-{100 + i}"
-    if "address" in words:
-        return f"{10 + i} Market Street, {CITIES[i % len(CITIES)]}"
-    topic = f"{vocab[i % len(vocab)]} {vocab[(i + 3) % len(vocab)]}"
-    if any(w in words for w in ("title", "subject", "headline", "label", "summary")):
-        return f"{ADJ[i % len(ADJ)].title()} {topic} {ent_title.lower()}"
-    if any(
-        w in words
-        for w in (
-            "description",
-            "content",
-            "body",
-            "text",
-            "notes",
-            "note",
-            "message",
-            "comment",
-            "details",
-            "snippet",
-            "answer",
-            "result",
-        )
+    if words & {"username", "login", "handle", "user_name"} or name == "user":
+        return f"{first}{last}{i}".lower()
+    if words & {"password", "secret", "token"}:
+        return fake.password(length=12)
+    if name in {"name", "full_name", "fullname", "display_name"} or (
+        "name" in words and words & _PEOPLE
     ):
-        return f"{ent_title} record {i + 1} about {topic}: {ADJ[(i + 1) % len(ADJ)]} {vocab[(i + 5) % len(vocab)]} information."
-    if f.unique:
-        return f"{name.replace('_', '-')}-{i + 1:03d}"
-    return f"{ADJ[i % len(ADJ)]} {vocab[i % len(vocab)]}"
+        if _is_person(entity) or name != "name":
+            return f"{first} {last}"
+        if entity.name in _ORGS:
+            return fake.company()
+        return f"{fake.word().title()} {entity.name.replace('_', ' ').title()}"
+    if words & {"company", "organization", "employer", "vendor", "supplier", "airline"}:
+        return fake.company()
+    if words & {"phone", "mobile", "fax"}:
+        return fake.phone_number()
+    if words & {"city", "town"}:
+        return fake.city()
+    if words & {"state", "province", "region"} and "status" not in words:
+        return fake.state()
+    if words & {"country"}:
+        return fake.country_code()
+    if words & {"currency"}:
+        return fake.currency_code()
+    if words & {"zip", "postcode", "postal"}:
+        return fake.postcode()
+    if words & {"address", "street"}:
+        return fake.street_address()
+    if words & {"url", "link", "website", "homepage"}:
+        return fake.url()
+    if words & {"ip"}:
+        return fake.ipv4()
+    if words & {"color", "colour"}:
+        return fake.color_name()
+    if words & {"job", "occupation", "role"}:
+        return fake.job()
+    if words & {"symbol", "ticker"}:
+        return fake.lexify("????").upper()
+    if words & {"sku", "code", "iban", "card", "plate", "isbn"}:
+        return fake.bothify("??-####-??").upper()
+    if words & {"date", "day", "deadline"} or name.endswith("_at") or words & {"time"}:
+        return fake.date_between("-1y", "+1y").isoformat()
+    if words & {"title", "subject", "headline", "label", "summary", "topic"}:
+        return fake.sentence(nb_words=4).rstrip(".")
+    if words & {
+        "description", "content", "body", "text", "notes", "note", "message", "comment",
+        "details", "snippet", "answer", "result", "bio", "review", "feedback",
+    }:  # fmt: skip
+        return fake.paragraph(nb_sentences=2)
+    if words & {"tag", "category", "type", "kind", "genre", "sector", "department"}:
+        return fake.word()
+    return fake.word() if not f.unique else name.replace("_", "-")
 
 
 def _order(model: EntityModel) -> list[Entity]:
@@ -293,7 +184,6 @@ def _order(model: EntityModel) -> list[Entity]:
 def seed_programmatic(
     model: EntityModel, spec: MCPSpec, *, rows: int = 6, reference_rows: int = 8
 ) -> SeedPlan:
-    vocab = vocabulary(spec)
     plan = SeedPlan()
     keys: dict[str, list[Any]] = {}
     cyclic_nulls: set[tuple[str, str]] = set()
@@ -317,7 +207,7 @@ def seed_programmatic(
                         row[f.name] = None
                         cyclic_nulls.add((e.name, f.name))
                 else:
-                    row[f.name] = field_value(e, f, i, vocab)
+                    row[f.name] = field_value(e, f, i)
             out.append(row)
         keys[e.name] = [r[e.key] for r in out]
         plan.rows[e.name] = out

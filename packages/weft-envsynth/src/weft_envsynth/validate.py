@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from weft_core.binding import SessionBinding, bind_session, release_session
 from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.callgen import CallGenerator
+from weft_envsynth._internal.computechecks import ComputeChecks
 from weft_envsynth._internal.dbstate import (
     Rows,
     diff_rows,
@@ -30,6 +31,7 @@ from weft_envsynth._internal.dbstate import (
 )
 from weft_envsynth._internal.filechecks import WorkspaceChecks, error_category
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
 from weft_envsynth.loader import import_bundle, unload_bundle
 from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
@@ -65,7 +67,7 @@ class _Call:
         self.text = text
 
 
-class _Validator(WorkspaceChecks, CallGenerator):
+class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
     def __init__(
         self,
         spec: MCPSpec,
@@ -81,6 +83,19 @@ class _Validator(WorkspaceChecks, CallGenerator):
         self.client = client
         self.db = db
         self.ws = ws
+        self.seed_files = SEED_FILES
+        # The tools the backend computes (same rule as backend(): stateless, an operation found).
+        stateless = {e.name for e in model.entities if e.reference_data}
+        entity_of = {
+            c.tool: c.entity
+            for c in contracts.contracts
+            if c.operation in {"compute", "search", "read", "list"}
+        }
+        self.compute_tools = {
+            t.name: sem
+            for t in spec.tools
+            if entity_of.get(t.name) in stateless and (sem := compute_semantics(t)) is not None
+        }
         self.checks: list[CheckRecord] = []
         self._n = 0
 
@@ -155,6 +170,10 @@ class _Validator(WorkspaceChecks, CallGenerator):
         return ok_tools
 
     async def run_tool(self, tool: ToolSpec, contract: ToolContract) -> None:
+        csem = self.compute_tools.get(tool.name)
+        if csem is not None:
+            await self.compute_checks(tool, csem)
+            return
         if contract.operation.startswith("file_"):
             await self.file_checks(tool, contract)
             return

@@ -25,7 +25,7 @@ NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MAX_NAME = 64
 MAX_NESTING = 200  # JSON levels in one tool entry; real specs stay far below
 _INPUT_KEYS = ("inputSchema", "input_schema", "parameters")
-_OUTPUT_KEYS = ("outputSchema", "output_schema")
+_OUTPUT_KEYS = ("outputSchema", "output_schema", "response")  # BFCL docs say "response"
 
 
 class ToolRejected(Exception):

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
-from weft_core.models import ToolContract, ToolSpec
+from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
+from weft_envsynth.filesem import FileSemantics, file_tool_set
 from weft_envsynth.plans import IssueCategory
+
+# The validation workspace (validate.SEED_FILES) these probes are written against.
+_DIR, _FILE, _FILE2, _LINE = "notes", "README.md", "reports/q1.csv", "- review open tickets"
 
 
 def error_category(text: str) -> IssueCategory:
@@ -28,12 +34,156 @@ class WorkspaceChecks:
     """Mixin of the validator: needs `ws`, `call`, `record`, `build_args`, `expect_error`."""
 
     ws: Path
+    db: Path
+    spec: MCPSpec
+    seed_files: dict[str, str]
     call: Any
     record: Any
     build_args: Any
     expect_error: Any
 
+    def _reset_workspace(self) -> None:
+        """Back to the seed files and the root directory, so each probe starts from the same state."""
+        shutil.rmtree(self.ws, ignore_errors=True)
+        for rel, text in self.seed_files.items():
+            p = self.ws / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text, encoding="utf-8")
+        conn = sqlite3.connect(self.db)
+        try:
+            conn.execute("DROP TABLE IF EXISTS weft_cwd")
+            conn.commit()
+        finally:
+            conn.close()
+
+    def _probe_args(self, sem: FileSemantics) -> dict[str, Any]:
+        by_role = {role: arg for arg, role in sem.roles.items()}
+        v = sem.verb
+        values: dict[str, Any] = {}
+        path = {
+            "navigate": _DIR,
+            "list": _DIR,
+            "find": ".",
+            "usage": _DIR,
+            "write": "new_note.txt",
+            "touch": "empty.txt",
+            "mkdir": "new_folder",
+            "move": "notes/todo.txt",
+            "copy": _FILE2,
+            "remove": _FILE,
+            "rmdir": "empty_folder",
+            "grep": "notes/todo.txt",
+        }.get(v, _FILE)
+        values["path"] = path
+        values["target"] = {"move": "reports", "copy": _DIR, "diff": "notes/todo.txt"}.get(v, _DIR)
+        values["content"] = "written by validation"
+        values["pattern"] = "review" if v == "grep" else "todo"
+        values["count"] = 2
+        values["mode"] = "l"
+        values["flag"] = False
+        args = {arg: values[role] for role, arg in by_role.items() if role in values}
+        return args
+
+    async def shell_checks(self, tool: ToolSpec, sem: FileSemantics) -> None:
+        """Probes of a file verb's real semantics against the workspace (see filesem)."""
+        self._reset_workspace()
+        if sem.verb == "rmdir":
+            (self.ws / "empty_folder").mkdir()
+        args = self._probe_args(sem)
+        before = read_workspace(self.ws)
+        res = await self.call(tool.name, args)
+        after = read_workspace(self.ws)
+        problem: str | None = None
+        category: IssueCategory = "runtime"
+        data = res.data if isinstance(res.data, dict) else {}
+        first = data.get(sem.response_fields[0]) if sem.response_fields else data.get("result")
+        v = sem.verb
+        if res.is_error:
+            problem, category = f"valid call failed: {res.text}", error_category(res.text)
+        elif missing := [f for f in sem.response_fields if f not in data]:
+            problem = f"documented result field(s) {missing} missing"
+        elif (
+            v
+            in {
+                "navigate",
+                "where",
+                "list",
+                "read",
+                "tail",
+                "head",
+                "grep",
+                "sort",
+                "count",
+                "diff",
+                "find",
+                "usage",
+            }
+            and before != after
+        ):
+            problem = "a read changed the workspace files"
+        elif v == "read" and first != self.seed_files[_FILE]:
+            problem = "returned content differs from the file"
+        elif v == "grep" and first != [_LINE]:
+            problem = f"matching lines {first!r}, expected [{_LINE!r}]"
+        elif v == "list" and sorted(first or []) != (
+            ["todo.txt"]
+            if "path" in sem.roles.values()
+            else sorted({k.split("/")[0] for k in before})
+        ):
+            problem = f"listed {first!r}, which is not the folder's entries"
+        elif v == "navigate" and (first or "").rstrip("/").split("/")[-1] != _DIR:
+            problem = f"current directory {first!r} after changing to {_DIR!r}"
+        elif v == "write" and (self.ws / "new_note.txt").read_text(encoding="utf-8") != (
+            "written by validation"
+        ):
+            problem = "the file does not hold the written content"
+        elif v == "touch" and not (self.ws / "empty.txt").is_file():
+            problem = "no file was created"
+        elif v == "mkdir" and not (self.ws / "new_folder").is_dir():
+            problem = "no folder was created"
+        elif v == "move" and ("notes/todo.txt" in after or "reports/todo.txt" not in after):
+            problem = "move did not move the file into the folder"
+        elif v == "copy" and ("notes/q1.csv" not in after or _FILE2 not in after):
+            problem = "copy did not copy the file into the folder"
+        elif v == "remove" and _FILE in after:
+            problem = "remove reported success but the file is still there"
+        elif v == "rmdir" and (self.ws / "empty_folder").exists():
+            problem = "rmdir reported success but the folder is still there"
+        self.record(
+            tool.name,
+            f"semantics_{v}",
+            "query" if v in {"where", "list", "read", "grep", "find", "navigate"} else "update",
+            problem is None,
+            category,
+            problem or "",
+            args,
+        )
+        path_arg = next((a for a, r in sem.roles.items() if r == "path"), None)
+        if path_arg is not None and v not in {"write", "touch", "mkdir", "find"}:
+            self._reset_workspace()
+            await self.expect_error(
+                tool,
+                "boundary_missing_path",
+                {**args, path_arg: "no_such_entry"},
+                "mapping",
+                "a missing file or folder",
+            )
+        if path_arg is not None:
+            self._reset_workspace()
+            await self.expect_error(
+                tool,
+                "boundary_path_escape",
+                {**args, path_arg: "../../outside.txt"},
+                "runtime",
+                "a path outside the workspace",
+            )
+        self._reset_workspace()
+
     async def file_checks(self, tool: ToolSpec, contract: ToolContract) -> None:
+        sem = file_tool_set(self.spec).get(tool.name)
+        if sem is not None:
+            await self.shell_checks(tool, sem)
+            return
         args = self.build_args(tool, contract, None, {}, required_only=False) or {}
         before = read_workspace(self.ws)
         res = await self.call(tool.name, args)

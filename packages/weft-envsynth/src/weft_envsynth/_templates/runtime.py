@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -363,3 +363,356 @@ def certified_tools() -> set[str] | None:
         return None
     manifest = json.loads(path.read_text(encoding="utf-8"))
     return {t["name"] for t in manifest.get("tools", []) if t.get("certified")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Workspace tools with shell semantics (weft_envsynth.filesem assigns the verbs): paths are
+# relative to the session's current directory, which lives in the session DB (table weft_cwd) so
+# that snapshots, forks and restores carry it with the rest of the state.
+
+_CWD_TABLE = "CREATE TABLE IF NOT EXISTS weft_cwd (id INTEGER PRIMARY KEY CHECK (id = 1), path TEXT NOT NULL)"
+
+
+def _cwd_engine() -> sa.Engine:
+    binding = current_binding()
+    return engine_for(binding.db_path, binding.session_id)
+
+
+def shell_cwd() -> Path:
+    """The session's current directory (the workspace root until a navigate tool moves it)."""
+    root = workspace_root().resolve()
+    with _cwd_engine().begin() as conn:
+        conn.exec_driver_sql(_CWD_TABLE)
+        row = conn.exec_driver_sql("SELECT path FROM weft_cwd WHERE id = 1").fetchone()
+    if row is None:
+        return root
+    try:
+        cwd = resolve_in_workspace(root, str(row[0]))
+    except WorkspaceEscapeError:
+        return root
+    return cwd if cwd.is_dir() else root
+
+
+def _set_cwd(path: Path) -> None:
+    rel = ws_rel(path)
+    with _cwd_engine().begin() as conn:
+        conn.exec_driver_sql(_CWD_TABLE)
+        conn.exec_driver_sql(
+            "INSERT INTO weft_cwd (id, path) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET path = excluded.path",
+            (rel,),
+        )
+
+
+def _resolve(name: Any, *, base: Path | None = None) -> Path:
+    if not isinstance(name, str) or not name.strip():
+        raise ToolFailure("invalid_arguments", "a file or directory name is required")
+    root = workspace_root().resolve()
+    start = base or shell_cwd()
+    rel = name if name.startswith("/") else (start.relative_to(root) / name).as_posix()
+    return ws_path(rel if name.startswith("/") else "/" + rel)
+
+
+def _file(name: Any) -> Path:
+    path = _resolve(name)
+    if not path.is_file():
+        raise ToolFailure("not_found", f"no such file: {name}", 404)
+    return path
+
+
+def _read(name: Any) -> str:
+    return _file(name).read_text(encoding="utf-8", errors="replace")
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.2f} {unit}"
+        size /= 1024
+    return f"{size:.2f} GB"
+
+
+def shell(verb: str, a: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """Run one workspace verb with real semantics; the result carries the documented fields."""
+    root = workspace_root().resolve()
+    cwd = shell_cwd()
+    value: Any = None
+    extra: dict[str, Any] = {}
+    if verb == "navigate":
+        target = _resolve(a.get("path"))
+        if not target.is_dir():
+            raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+        _set_cwd(target)
+        value = ws_rel(target)
+    elif verb == "where":
+        value = ws_rel(cwd)
+    elif verb == "list":
+        base = _resolve(a["path"]) if a.get("path") else cwd
+        if not base.is_dir():
+            raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+        names = sorted(p.name for p in base.iterdir())
+        value = names if a.get("flag") else [n for n in names if not n.startswith(".")]
+    elif verb == "read":
+        value = _read(a.get("path"))
+    elif verb in {"tail", "head"}:
+        lines = _read(a.get("path")).splitlines()
+        n = int(a.get("count") or 10)
+        value = "\n".join(lines[-n:] if verb == "tail" else lines[:n])
+    elif verb == "grep":
+        pattern = str(a.get("pattern") or "")
+        value = [line for line in _read(a.get("path")).splitlines() if pattern in line]
+    elif verb == "sort":
+        value = "\n".join(sorted(_read(a.get("path")).splitlines()))
+    elif verb == "count":
+        text = _read(a.get("path"))
+        mode = str(a.get("mode") or "l").lower()[:1]
+        value = {"w": len(text.split()), "c": len(text)}.get(mode, len(text.splitlines()))
+        extra = {"mode": {"w": "words", "c": "characters"}.get(mode, "lines")}
+    elif verb == "diff":
+        import difflib
+
+        left, right = _read(a.get("path")).splitlines(), _read(a.get("target")).splitlines()
+        value = "\n".join(
+            line for line in difflib.ndiff(left, right) if line.startswith(("- ", "+ "))
+        )
+    elif verb == "find":
+        base = _resolve(a["path"]) if a.get("path") else cwd
+        if not base.is_dir():
+            raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+        needle = str(a.get("pattern") or "")
+        value = sorted(
+            "./" + p.relative_to(base).as_posix() for p in base.rglob("*") if needle in p.name
+        )
+    elif verb == "usage":
+        n = _size(cwd)
+        value = _human(n) if a.get("flag") else f"{n} bytes"
+    elif verb == "write":
+        content = a.get("content")
+        text = content if isinstance(content, str) else json.dumps(content)
+        if a.get("path"):
+            path = _resolve(a["path"])
+            if path.is_dir():
+                raise ToolFailure("invalid_path", f"{a['path']} is a directory")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            value = None
+        else:
+            value = text
+    elif verb == "touch":
+        path = _resolve(a.get("path"))
+        if path.is_dir():
+            raise ToolFailure("conflict", f"{a.get('path')} is a directory", 409)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    elif verb == "mkdir":
+        path = _resolve(a.get("path"))
+        if path.exists():
+            raise ToolFailure("conflict", f"{a.get('path')} already exists", 409)
+        path.mkdir(parents=True)
+    elif verb in {"move", "copy"}:
+        src = _resolve(a.get("path"))
+        if not src.exists():
+            raise ToolFailure("not_found", f"no such file or directory: {a.get('path')}", 404)
+        dst = _resolve(a.get("target"))
+        if dst.is_dir():
+            dst = dst / src.name
+        if dst.exists():
+            raise ToolFailure("conflict", f"{ws_rel(dst)} already exists", 409)
+        if src == root or src in dst.parents:
+            raise ToolFailure("invalid_path", "cannot move or copy a directory into itself")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if verb == "move":
+            shutil.move(str(src), str(dst))
+        elif src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+        value = f"{'moved' if verb == 'move' else 'copied'} {ws_rel(src)} to {ws_rel(dst)}"
+    elif verb in {"remove", "rmdir"}:
+        path = _resolve(a.get("path"))
+        if path in (root, cwd) or path in cwd.parents:
+            raise ToolFailure(
+                "invalid_path", "cannot remove the workspace root or the current directory"
+            )
+        if verb == "rmdir":
+            if not path.is_dir():
+                raise ToolFailure("not_found", f"no such directory: {a.get('path')}", 404)
+            if any(path.iterdir()):
+                raise ToolFailure("invalid_state", f"directory not empty: {a.get('path')}", 409)
+            path.rmdir()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        elif path.is_file():
+            path.unlink()
+        else:
+            raise ToolFailure("not_found", f"no such file or directory: {a.get('path')}", 404)
+        value = f"removed {ws_rel(path)}"
+    else:
+        raise ToolFailure("unsupported", f"file verb {verb} is not supported", 501)
+    return shape_result(value, extra, fields)
+
+
+def shape_result(value: Any, extra: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """The primary value under the first documented field, known extras under fields named like
+    them (e.g. a count's mode under 'type'), the rest of the documented fields as null."""
+    if not fields:
+        return {"result": value, **extra} if value is not None or extra else {}
+    out: dict[str, Any] = {fields[0]: value}
+    spare = list(extra.values())
+    for f in fields[1:]:
+        out[f] = extra.get(f, spare.pop(0) if spare else None)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Compute tools (weft_envsynth.computesem recognises the operation): the result is computed from
+# the arguments; errors are the ones the operation has (division by zero, a negative root).
+
+# unit -> (dimension, factor to the base unit); temperatures are handled apart.
+_UNITS: dict[str, tuple[str, float]] = {
+    "m": ("length", 1.0),
+    "km": ("length", 1000.0),
+    "cm": ("length", 0.01),
+    "mm": ("length", 0.001),
+    "um": ("length", 1e-6),
+    "nm": ("length", 1e-9),
+    "in": ("length", 0.0254),
+    "inch": ("length", 0.0254),
+    "inches": ("length", 0.0254),
+    "ft": ("length", 0.3048),
+    "foot": ("length", 0.3048),
+    "feet": ("length", 0.3048),
+    "yd": ("length", 0.9144),
+    "yard": ("length", 0.9144),
+    "mi": ("length", 1609.344),
+    "mile": ("length", 1609.344),
+    "miles": ("length", 1609.344),
+    "kg": ("mass", 1.0),
+    "g": ("mass", 0.001),
+    "mg": ("mass", 1e-6),
+    "t": ("mass", 1000.0),
+    "lb": ("mass", 0.45359237),
+    "lbs": ("mass", 0.45359237),
+    "pound": ("mass", 0.45359237),
+    "oz": ("mass", 0.028349523125),
+    "ounce": ("mass", 0.028349523125),
+    "l": ("volume", 1.0),
+    "ml": ("volume", 0.001),
+    "gal": ("volume", 3.785411784),
+    "gallon": ("volume", 3.785411784),
+    "qt": ("volume", 0.946352946),
+    "pt": ("volume", 0.473176473),
+    "cup": ("volume", 0.2365882365),
+    "s": ("time", 1.0),
+    "ms": ("time", 0.001),
+    "min": ("time", 60.0),
+    "h": ("time", 3600.0),
+    "hr": ("time", 3600.0),
+    "day": ("time", 86400.0),
+    "m/s": ("speed", 1.0),
+    "km/h": ("speed", 1 / 3.6),
+    "mph": ("speed", 0.44704),
+    "j": ("energy", 1.0),
+    "kj": ("energy", 1000.0),
+    "cal": ("energy", 4.184),
+    "kcal": ("energy", 4184.0),
+    "wh": ("energy", 3600.0),
+    "kwh": ("energy", 3.6e6),
+    "pa": ("pressure", 1.0),
+    "kpa": ("pressure", 1000.0),
+    "bar": ("pressure", 1e5),
+    "psi": ("pressure", 6894.757293168),
+    "atm": ("pressure", 101325.0),
+}
+_TEMPS = {"c", "celsius", "f", "fahrenheit", "k", "kelvin"}
+
+
+def _num(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ToolFailure("invalid_arguments", f"{what} must be a number")
+    return float(v)
+
+
+def _convert(value: float, unit_in: Any, unit_out: Any) -> float:
+    a, b = str(unit_in).strip().lower(), str(unit_out).strip().lower()
+    if a in _TEMPS and b in _TEMPS:
+        kelvin = {"c": value + 273.15, "f": (value - 32) * 5 / 9 + 273.15, "k": value}[a[0]]
+        return {"c": kelvin - 273.15, "f": (kelvin - 273.15) * 9 / 5 + 32, "k": kelvin}[b[0]]
+    if a not in _UNITS or b not in _UNITS:
+        raise ToolFailure("invalid_arguments", f"unknown unit: {a if a not in _UNITS else b}")
+    if _UNITS[a][0] != _UNITS[b][0]:
+        raise ToolFailure("invalid_arguments", f"cannot convert {a} to {b}")
+    return value * _UNITS[a][1] / _UNITS[b][1]
+
+
+def compute(op: str, a: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """Compute `op` over the operands in `a` (x, y / numbers / value, precision, base, units)."""
+    import math
+    import statistics
+
+    digits = a.get("precision")
+    if op in {"mean", "min", "max", "sum", "stdev"}:
+        numbers = a.get("numbers")
+        if not isinstance(numbers, list) or not numbers:
+            raise ToolFailure("invalid_arguments", "numbers must be a non-empty list")
+        xs = [_num(v, "each number") for v in numbers]
+        if op == "stdev" and len(xs) < 2:
+            value: float = 0.0
+        else:
+            stats: dict[str, Callable[[list[float]], float]] = {
+                "mean": statistics.fmean,
+                "min": min,
+                "max": max,
+                "sum": math.fsum,
+                "stdev": statistics.pstdev,
+            }
+            value = stats[op](xs)
+    elif op == "convert":
+        value = _convert(_num(a.get("x"), "value"), a.get("unit_in"), a.get("unit_out"))
+    else:
+        x = _num(a.get("x"), "the first operand")
+        y = _num(a.get("y"), "the second operand") if "y" in a else None
+        if op == "add" and y is not None:
+            value = x + y
+        elif op == "subtract" and y is not None:
+            value = x - y
+        elif op == "multiply" and y is not None:
+            value = x * y
+        elif op == "divide" and y is not None:
+            if y == 0:
+                raise ToolFailure("invalid_arguments", "division by zero")
+            value = x / y
+        elif op == "power" and y is not None:
+            try:
+                value = float(x**y)
+            except (OverflowError, ZeroDivisionError) as exc:
+                raise ToolFailure("invalid_arguments", f"power: {exc}") from None
+        elif op == "percentage" and y is not None:
+            if y == 0:
+                raise ToolFailure("invalid_arguments", "the whole must not be zero")
+            value = x / y * 100
+        elif op == "sqrt":
+            if x < 0:
+                raise ToolFailure("invalid_arguments", "square root of a negative number")
+            value = math.sqrt(x)
+        elif op == "abs":
+            value = abs(x)
+        elif op == "round":
+            value = round(x, int(digits or 0))
+            digits = None
+        elif op == "log":
+            base = _num(a.get("base", math.e), "base")
+            if x <= 0 or base <= 0 or base == 1:
+                raise ToolFailure("invalid_arguments", "logarithm of a non-positive number or base")
+            value = math.log(x, base)
+        else:
+            raise ToolFailure("unsupported", f"operation {op} is not supported", 501)
+    if digits is not None:
+        value = round(value, int(digits))
+    return shape_result(value, {}, fields)

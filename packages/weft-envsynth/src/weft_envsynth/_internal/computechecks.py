@@ -1,0 +1,91 @@
+"""Validation of compute tools: probes with known answers, and the errors the operation has."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from weft_core.models import ToolSpec
+from weft_envsynth.computesem import ComputeSemantics, operand_roles
+
+# op -> (operands by role, expected result); the answers are arithmetic facts, not the runtime's.
+_PROBES: dict[str, tuple[dict[str, Any], float]] = {
+    "add": ({"x": 6, "y": 3}, 9.0),
+    "subtract": ({"x": 6, "y": 3}, 3.0),
+    "multiply": ({"x": 6, "y": 3}, 18.0),
+    "divide": ({"x": 6, "y": 3}, 2.0),
+    "power": ({"x": 6, "y": 3}, 216.0),
+    "percentage": ({"x": 6, "y": 3}, 200.0),
+    "sqrt": ({"x": 16}, 4.0),
+    "abs": ({"x": -16}, 16.0),
+    "round": ({"x": 2.4, "precision": 0}, 2.0),
+    "log": ({"x": 8, "base": 2}, 3.0),
+    "mean": ({"numbers": [2, 4, 4, 4, 5, 5, 7, 9]}, 5.0),
+    "min": ({"numbers": [2, 4, 4, 4, 5, 5, 7, 9]}, 2.0),
+    "max": ({"numbers": [2, 4, 4, 4, 5, 5, 7, 9]}, 9.0),
+    "sum": ({"numbers": [2, 4, 4, 4, 5, 5, 7, 9]}, 40.0),
+    "stdev": ({"numbers": [2, 4, 4, 4, 5, 5, 7, 9]}, 2.0),
+    "convert": ({"x": 1, "unit_in": "km", "unit_out": "m"}, 1000.0),
+}
+_MUST_FAIL: dict[str, dict[str, Any]] = {
+    "divide": {"x": 1, "y": 0},
+    "sqrt": {"x": -1},
+    "convert": {"x": 1, "unit_in": "km", "unit_out": "kg"},
+}
+
+
+def _args(sem: ComputeSemantics, values: dict[str, Any]) -> dict[str, Any]:
+    by_role = {role: arg for arg, role in operand_roles(sem).items()}
+    if sem.op == "log" and "base" not in by_role:
+        values = {**values, "x": math.e**3}
+    args = {by_role[r]: v for r, v in values.items() if r in by_role}
+    if sem.precision and sem.precision not in args:
+        args[sem.precision] = 6
+    return args
+
+
+def _number(data: Any, fields: list[str]) -> Any:
+    if not isinstance(data, dict):
+        return data
+    return data.get(fields[0]) if fields else data.get("result")
+
+
+class ComputeChecks:
+    """Mixin of the validator: needs `call`, `record`, `expect_error`."""
+
+    call: Any
+    record: Any
+    expect_error: Any
+
+    async def compute_checks(self, tool: ToolSpec, sem: ComputeSemantics) -> None:
+        values, want = _PROBES[sem.op]
+        args = _args(sem, values)
+        res = await self.call(tool.name, args)
+        got = _number(res.data, sem.response_fields)
+        if res.is_error:
+            problem: str | None = f"valid call failed: {res.text}"
+        elif missing := [f for f in sem.response_fields if f not in (res.data or {})]:
+            problem = f"documented result field(s) {missing} missing"
+        elif not isinstance(got, (int, float)) or not math.isclose(
+            float(got), want, rel_tol=1e-4, abs_tol=1e-6
+        ):
+            problem = f"{sem.op} of {values} returned {got!r}, expected {want:g}"
+        else:
+            problem = None
+        self.record(
+            tool.name,
+            f"computes_{sem.op}",
+            "query",
+            problem is None,
+            "runtime",
+            problem or "",
+            args,
+        )
+        if sem.op in _MUST_FAIL:
+            await self.expect_error(
+                tool,
+                f"refuses_{sem.op}",
+                _args(sem, _MUST_FAIL[sem.op]),
+                "runtime",
+                "an undefined operation",
+            )
