@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from weft_core.models import TaskGraph
 from weft_train.rl.credit import AssistantMessage, CreditRules, ParsedCall, flag_segment
 from weft_train.rl.environment import TurnEnvironment
 from weft_train.rl.generation import SamplingParams, TokenGenerator
@@ -34,6 +35,11 @@ class TurnTask:
     task_id: str
     system: str
     turns: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def from_graph(cls, graph: TaskGraph, system: str) -> TurnTask:
+        """One turn per node in the graph's stable topological order; the node's intent asks."""
+        return cls(graph.id, system, tuple((n, graph.node(n).intent) for n in graph.order))
 
 
 @dataclass(frozen=True)
