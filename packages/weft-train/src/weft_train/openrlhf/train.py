@@ -17,7 +17,7 @@ OPENRLHF_ENTRY = "openrlhf.cli.train_ppo_ray"
 class _Parsed(Exception):
     def __init__(self, args: Any) -> None:
         super().__init__("parsed")
-        self.args = args
+        self.namespace = args
 
 
 def _run_entry(argv: Sequence[str]) -> None:
@@ -57,7 +57,7 @@ def parse_openrlhf_args(argv: Sequence[str]) -> Any:
         try:
             _run_entry(argv)
         except _Parsed as parsed:
-            return parsed.args
+            return parsed.namespace
     raise RuntimeError(f"{OPENRLHF_ENTRY} returned without reaching train()")
 
 
