@@ -3,7 +3,7 @@
 OpenRLHF builds `AgentExecutor()` with no arguments inside every rollout actor, so the class is
 bound to its `ExecutorConfig` file by `configured_executor(path)`, called from the `agent_func.py`
 the launcher generates (the dataset's label is the task id). Each `execute()` runs one task's
-atomic-turn tree against MegaMCP with vLLM as the `TokenGenerator` and returns the bundle of
+atomic-turn tree against MegaMCP with vLLM as the `BatchTokenGenerator` and returns the bundle of
 `bundle.py`.
 Imports openrlhf: it only runs inside OpenRLHF's rollout actors.
 """
@@ -23,14 +23,14 @@ from weft_core.models import TaskGraph
 from weft_megamcp.client import MegaMCPClient
 from weft_train.openrlhf.bundle import bundle
 from weft_train.openrlhf.config import ExecutorConfig
+from weft_train.policy.generate import Generation, SamplingParams
 from weft_train.rl.environment import MegaMCPEnvironment
-from weft_train.rl.generation import Generation, SamplingParams
 from weft_train.rl.template import HermesTemplate
 from weft_train.rl.tree import TreeSettings, TurnTask, atomic_turn_rollout
 
 
 class VLLMTokenGenerator:
-    """`TokenGenerator` over OpenRLHF's rollout actor (`llm_engine.generate(ids, sampling_params)`
+    """`BatchTokenGenerator` over OpenRLHF's rollout actor (`llm_engine.generate(ids, sampling_params)`
     returning a vLLM `RequestOutput`); processed logprobs of the sampled ids."""
 
     def __init__(self, engine: Any, base_params: Any) -> None:
@@ -39,7 +39,7 @@ class VLLMTokenGenerator:
 
     async def _one(self, ids: list[int], params: SamplingParams) -> Generation:
         sp = copy.copy(self.base)
-        sp.max_tokens = params.max_new_tokens
+        sp.max_tokens = params.max_tokens
         sp.logprobs = 1
         out = (await self.engine.generate(ids, sp)).outputs[0]
         tokens = list(out.token_ids)
@@ -47,7 +47,12 @@ class VLLMTokenGenerator:
             lps = [float(out.logprobs[i][t].logprob) for i, t in enumerate(tokens)]
         else:
             lps = [0.0] * len(tokens)
-        return Generation(tokens, lps, "length" if out.finish_reason == "length" else "stop")
+        return Generation(
+            token_ids=tokens,
+            logprobs=lps,
+            text=str(getattr(out, "text", "") or ""),
+            finish_reason="length" if out.finish_reason == "length" else "stop",
+        )
 
     async def generate(
         self, prompts: Sequence[list[int]], params: SamplingParams
@@ -86,7 +91,7 @@ class AtomicTurnExecutor(AgentExecutorBase):  # type: ignore[misc]
             group_size=cfg.group_size,
             max_messages=cfg.max_messages,
             sampling=SamplingParams(
-                max_new_tokens=cfg.max_new_tokens,
+                max_tokens=cfg.max_new_tokens,
                 temperature=float(getattr(sampling_params, "temperature", 1.0)),
             ),
         )

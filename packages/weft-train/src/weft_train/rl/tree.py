@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weft_core.models import TaskGraph
+from weft_train.policy.generate import SamplingParams
 from weft_train.rl.credit import AssistantMessage, CreditRules, ParsedCall, flag_segment
 from weft_train.rl.environment import TurnEnvironment
-from weft_train.rl.generation import SamplingParams, TokenGenerator
+from weft_train.rl.generation import BatchTokenGenerator
 from weft_train.rl.samples import ActionSpan, TurnSample
 from weft_train.rl.sampling import InfrastructureFailure
 from weft_train.rl.template import TurnTemplate
@@ -46,7 +47,7 @@ class TurnTask:
 class TreeSettings:
     group_size: int = 4  # G
     max_messages: int = 3  # assistant messages per segment before it counts as unfinished
-    sampling: SamplingParams = field(default_factory=SamplingParams)
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_tokens=128))
     max_infra_retries: int = 2
     credit_rules: CreditRules = field(default_factory=CreditRules)
 
@@ -98,7 +99,7 @@ class SegmentRunner:
     def __init__(
         self,
         env: TurnEnvironment,
-        generator: TokenGenerator,
+        generator: BatchTokenGenerator,
         template: TurnTemplate,
         settings: TreeSettings,
     ) -> None:
@@ -237,7 +238,7 @@ def _sample(
 async def atomic_turn_rollout(
     task: TurnTask,
     env: TurnEnvironment,
-    generator: TokenGenerator,
+    generator: BatchTokenGenerator,
     template: TurnTemplate,
     settings: TreeSettings,
     rng: random.Random,
@@ -285,7 +286,7 @@ async def atomic_turn_rollout(
 async def trajectory_rollout(
     task: TurnTask,
     env: TurnEnvironment,
-    generator: TokenGenerator,
+    generator: BatchTokenGenerator,
     template: TurnTemplate,
     settings: TreeSettings,
     rng: random.Random,
