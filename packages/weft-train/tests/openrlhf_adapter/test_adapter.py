@@ -24,13 +24,15 @@ FLAG = frozenset({CreditFlag.NO_PROGRESS_REPEAT})
 G = 2
 
 
-def test_launch_arguments_pass_openrlhfs_parser_and_checks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("preset", ["tiny", "8b", "14b"])
+def test_launch_arguments_pass_openrlhfs_parser_and_checks(tmp_path: Path, preset: str) -> None:
     from weft_train.openrlhf.launch import PRESETS, plan
     from weft_train.openrlhf.train import parse_openrlhf_args
 
-    p = plan(config(tmp_path, **PRESETS["tiny"]))
+    p = plan(config(tmp_path, **PRESETS[preset]))  # type: ignore[index]
     args = parse_openrlhf_args(p.argv)
-    assert args.rollout.n_samples_per_prompt == 4 and args.rollout.batch_size == 2
+    assert args.rollout.n_samples_per_prompt == p.config.group_size
+    assert args.rollout.batch_size == p.config.tasks_per_step
     assert args.reward.remote_url == ["agent"]  # OpenRLHF's mark for an agent executor
     assert args.algo.advantage.is_correction_threshold == [0.5, 2.0]
     assert args.algo.kl.use_loss and args.algo.kl.estimator == "k3"

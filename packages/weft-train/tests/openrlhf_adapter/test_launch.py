@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +126,21 @@ def test_dry_run_prints_the_command_and_writes_the_run_folder(
     assert (tmp_path / "run" / "launch.json").is_file()
     assert main([*argv, "--gpus", "3", "--dry-run", "--no-openrlhf-check"]) == 2
     assert "cannot feed 3" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # a fresh interpreter per script: tens of seconds on a loaded 2-core machine
+@pytest.mark.integration
+@pytest.mark.parametrize("size", ["8b", "14b"])
+def test_launch_scripts_dry_run(tmp_path: Path, size: str) -> None:
+    script = Path(__file__).resolve().parents[2] / "scripts" / "openrlhf" / f"launch_{size}.sh"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    args = ["/models/sft", str(tasks(tmp_path)), str(tmp_path / "run"), "http://h:1", "tok"]
+    done = subprocess.run(
+        ["bash", str(script), *args, "--dry-run", "--no-openrlhf-check"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (
+        "--actor.num_gpus_per_node 8" in done.stdout
+        and "--rollout.n_samples_per_prompt 16" in done.stdout
+    )
