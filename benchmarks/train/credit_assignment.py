@@ -46,10 +46,10 @@ from weft_core.models import TaskGraph  # noqa: E402
 from weft_megamcp.client import MegaMCPClient  # noqa: E402
 from weft_megamcp.host import MegaMCPHost  # noqa: E402
 from weft_megamcp.settings import MegaMCPSettings  # noqa: E402
-from weft_train.rl._tiny import tiny_policy, tiny_tokenizer  # noqa: E402
+from weft_train.policy import PolicyShape, SamplingParams, build_model, build_tokenizer  # noqa: E402
 from weft_train.rl.curves import plot_curves, save_curves  # noqa: E402
 from weft_train.rl.environment import MegaMCPEnvironment  # noqa: E402
-from weft_train.rl.generation import HFTokenGenerator, SamplingParams  # noqa: E402
+from weft_train.rl.generation import HFTokenGenerator  # noqa: E402
 from weft_train.rl.loop import LoopSettings, checkpoint_pass_rate, train  # noqa: E402
 from weft_train.rl.template import HermesTemplate  # noqa: E402
 from weft_train.rl.trainer import GRPOSettings, GRPOTrainer  # noqa: E402
@@ -112,7 +112,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tok = tiny_tokenizer()
+    tok = build_tokenizer()
     template = HermesTemplate(tok)
     end = tok.convert_tokens_to_ids("<|im_end|>")
     pad = tok.pad_token_id
@@ -135,12 +135,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         train_tasks = [turn_task(g) for g in train_graphs]
         heldout = [turn_task(g) for g in heldout_graphs]
-        sampling = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=args.temperature)
+        sampling = SamplingParams(max_tokens=args.max_new_tokens, temperature=args.temperature)
         tree = TreeSettings(group_size=args.group_size, max_messages=3, sampling=sampling)
         eval_tree = TreeSettings(group_size=args.eval_samples, max_messages=3, sampling=sampling)
 
         t0 = time.time()
-        init = tiny_policy(len(tok), hidden=args.hidden, layers=args.layers, seed=0)
+        shape = PolicyShape(
+            hidden_size=args.hidden,
+            intermediate_size=args.hidden * 2,
+            num_hidden_layers=args.layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=args.hidden // 4,
+        )
+        init = build_model(len(tok), shape, seed=0, pad_id=tok.pad_token_id)
         demos = [demonstration(g, template, tok) for g in train_graphs]
         sft_losses = warmup_sft(init, demos, args.sft_steps, pad, 0)
         sft_s = time.time() - t0

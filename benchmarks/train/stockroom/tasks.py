@@ -76,7 +76,7 @@ def make_tasks(
 
 
 def turn_task(graph: TaskGraph) -> TurnTask:
-    return TurnTask(graph.id, SYSTEM, tuple((n, graph.node(n).intent) for n in graph.order))
+    return TurnTask.from_graph(graph, SYSTEM)
 
 
 def reference_reply(graph: TaskGraph, node_id: str) -> tuple[str, str]:

@@ -8,6 +8,7 @@ import importlib.machinery
 import importlib.metadata
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ def _installed(dist: str) -> bool:
 
 
 HAVE_OPENRLHF = _installed("openrlhf")
+NEEDS_OPENRLHF = {"test_parity.py", "test_adapter.py", "test_sft_dataset.py"}
 
 
 def _stub(name: str, **attrs: object) -> types.ModuleType:
@@ -57,11 +59,19 @@ if HAVE_OPENRLHF:
     _stub("vllm.inputs", TokensPrompt=dict)
     _stub("vllm.utils", random_uuid=lambda: "0")
 
+    # Importing OpenRLHF (deepspeed, transformers, ray) takes a minute on a loaded 2-core machine:
+    # do it once at collection, outside every test's 60 s limit.
+    import openrlhf.cli.train_ppo_ray
+    import openrlhf.datasets.sft_dataset  # noqa: F401
+    import transformers.models.qwen3  # noqa: F401
+
+    import weft_train.openrlhf.trainer  # noqa: F401
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if HAVE_OPENRLHF:
         return
     skip = pytest.mark.skip(reason="openrlhf not installed (parity venv only)")
     for item in items:
-        if "test_parity" in str(item.fspath):
+        if Path(str(item.fspath)).name in NEEDS_OPENRLHF:
             item.add_marker(skip)

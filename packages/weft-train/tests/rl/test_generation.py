@@ -3,20 +3,20 @@ import asyncio
 import pytest
 import torch
 
-from weft_train.rl._tiny import tiny_policy, tiny_tokenizer
-from weft_train.rl.generation import HFTokenGenerator, SamplingParams
+from weft_train.policy import SamplingParams, build_model, build_tokenizer
+from weft_train.rl.generation import HFTokenGenerator
 from weft_train.rl.loss import tis_weights, token_logprobs
 from weft_train.rl.template import HermesTemplate
 
 
 def test_hf_generation_logprobs_match_the_training_forward() -> None:
-    tok = tiny_tokenizer()
-    model = tiny_policy(len(tok), seed=1)
+    tok = build_tokenizer()
+    model = build_model(len(tok), seed=1)
     tpl = HermesTemplate(tok)
     end = tok.convert_tokens_to_ids("<|im_end|>")
     gen = HFTokenGenerator(model, stop_ids=[end], pad_id=tok.pad_token_id)
     prompts = [tpl.prompt("sys", "Add 3 units to B7."), tpl.prompt("s", "Hi")]
-    outs = asyncio.run(gen.generate(prompts, SamplingParams(max_new_tokens=12, temperature=0.8)))
+    outs = asyncio.run(gen.generate(prompts, SamplingParams(max_tokens=12, temperature=0.8)))
     for prompt, out in zip(prompts, outs, strict=True):
         assert len(out.token_ids) == len(out.logprobs) <= 12
         assert out.finish_reason == ("stop" if out.token_ids[-1] == end else "length")
@@ -31,7 +31,7 @@ def test_hf_generation_logprobs_match_the_training_forward() -> None:
 
 
 def test_template_parse_reports_malformed_calls() -> None:
-    tok = tiny_tokenizer()
+    tok = build_tokenizer()
     tpl = HermesTemplate(tok)
     good = tpl.parse(
         tok.encode(

@@ -3,7 +3,7 @@ import copy
 import pytest
 import torch
 
-from weft_train.rl._tiny import tiny_policy
+from weft_train.policy import build_model
 from weft_train.rl.credit import CreditFlag
 from weft_train.rl.groups import group_advantages
 from weft_train.rl.loss import token_logprobs
@@ -36,7 +36,7 @@ def action_logprob(model: torch.nn.Module, s: TurnSample) -> float:
 
 
 def trainer(seed: int = 0, **kw: object) -> GRPOTrainer:
-    model = tiny_policy(VOCAB, hidden=32, seed=seed)
+    model = build_model(VOCAB, seed=seed)
     options: dict[str, object] = {"lr": 3e-2, "kl_coef": 0.0, "tis_band": None, **kw}
     settings = GRPOSettings(**options)  # type: ignore[arg-type]
     return GRPOTrainer(model, copy.deepcopy(model), settings, pad_id=0)
@@ -71,7 +71,7 @@ def test_kl_is_a_loss_never_a_reward() -> None:
     group = [sample([7, 8, 9], 1.0), sample([20, 21, 22], 0.0, cand=1)]
     near = trainer(kl_coef=0.5)
     far = trainer(kl_coef=0.5)
-    far.reference = tiny_policy(VOCAB, hidden=32, seed=99)  # a very different reference
+    far.reference = build_model(VOCAB, seed=99)  # a very different reference
     assert near.advantages([group]) == far.advantages([group]) == group_advantages([1.0, 0.0])
     s_far = far.step([group])
     s_near = near.step([group])

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from weft_train.rl._tiny import tiny_tokenizer
+from weft_train.policy import Generation, SamplingParams, build_tokenizer
 from weft_train.rl.credit import CreditFlag
 from weft_train.rl.environment import MegaMCPEnvironment, ToolOutcome
-from weft_train.rl.generation import Generation, SamplingParams
 from weft_train.rl.sampling import InfrastructureFailure, screen_group
 from weft_train.rl.template import HermesTemplate
 from weft_train.rl.tree import (
@@ -27,7 +26,7 @@ from ._stockroom import stockroom, stockroom_tasks
 
 pytestmark = pytest.mark.integration
 
-TOK = tiny_tokenizer()
+TOK = build_tokenizer()
 TPL = HermesTemplate(TOK)
 END = TOK.convert_tokens_to_ids("<|im_end|>")
 
@@ -63,11 +62,14 @@ class ScriptedPolicy:
             # raw bytes: '<tool_call>' spelled out byte by byte, not as its special id
             body = [
                 TOK.convert_tokens_to_ids(c)
-                for c in TOK.backend_tokenizer.pre_tokenizer.pre_tokenize_str(reply)[0][0]
+                for piece, _ in TOK.backend_tokenizer.pre_tokenizer.pre_tokenize_str(reply)
+                for c in piece
             ]
             toks = [*body, END]
             self.sampled.append(toks)
-            out.append(Generation(toks, [-0.5] * len(toks), "stop"))
+            out.append(
+                Generation(token_ids=toks, logprobs=[-0.5] * len(toks), finish_reason="stop")
+            )
         return out
 
 
@@ -170,7 +172,10 @@ async def test_flags_reach_the_sample_spans(tmp_path: Path) -> None:
                 self, prompts: Sequence[list[int]], params: SamplingParams
             ) -> list[Generation]:
                 toks = [*ids('<tool_call>{"name":"st_drop","arguments":{}}</tool_call>'), END]
-                return [Generation(toks, [-0.1] * len(toks), "stop") for _ in prompts]
+                return [
+                    Generation(token_ids=toks, logprobs=[-0.1] * len(toks), finish_reason="stop")
+                    for _ in prompts
+                ]
 
         res = await atomic_turn_rollout(
             stockroom_tasks().turn_task(graph),

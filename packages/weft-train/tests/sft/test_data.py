@@ -88,7 +88,8 @@ def test_loss_mask_covers_exactly_the_assistant_tokens():
         '<tool_call>\n{"name": "crm_get_customer_by_email", "arguments": '
         '{"email": "ada@example.com"}}\n</tool_call><|im_end|>Ada is customer 1.<|im_end|>'
     )
-    # The same spans by OpenRLHF's method (partial renders), less the template's trailing newline.
+    # The same spans by OpenRLHF's method (what a partial render adds), with nothing left over:
+    # the newline between turns opens the next turn.
     msgs = [m.model_dump(exclude_none=True) for m in row.messages]
     expected = [0] * len(t.input_ids)
     for i, m in enumerate(msgs):
@@ -96,9 +97,8 @@ def test_loss_mask_covers_exactly_the_assistant_tokens():
             continue
         prompt = _ids(tok, msgs[:i], add_generation_prompt=True)
         upto = _ids(tok, msgs[: i + 1])
-        start, end = len(prompt), len(upto) - 1  # the last token is the "\n" after <|im_end|>
-        assert tok.decode(upto[end:]) == "\n"
-        expected[start:end] = [1] * (end - start)
+        assert upto[: len(prompt)] == prompt and tok.decode(upto[-1:]) == "<|im_end|>"
+        expected[len(prompt) : len(upto)] = [1] * (len(upto) - len(prompt))
     assert t.loss_mask == expected
 
 

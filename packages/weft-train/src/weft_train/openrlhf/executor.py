@@ -1,10 +1,10 @@
 """The OpenRLHF agent executor for atomic-turn GRPO (`--train.agent_func_path`).
 
-OpenRLHF builds `AgentExecutor()` with no arguments inside every rollout actor, so configuration
-comes from the JSON file named by `WEFT_TRAIN_OPENRLHF_CONFIG`: `megamcp_url`, `admin_token`,
-`tasks_dir` (one TaskGraph JSON per task id; the dataset's label is the task id), `group_size`,
-`max_messages`, `max_new_tokens`, `system`. Each `execute()` runs one task's atomic-turn tree
-against MegaMCP with vLLM as the `TokenGenerator` and returns the bundle of `bundle.py`.
+OpenRLHF builds `AgentExecutor()` with no arguments inside every rollout actor, so the class is
+bound to its `ExecutorConfig` file by `configured_executor(path)`, called from the `agent_func.py`
+the launcher generates (the dataset's label is the task id). Each `execute()` runs one task's
+atomic-turn tree against MegaMCP with vLLM as the `BatchTokenGenerator` and returns the bundle of
+`bundle.py`.
 Imports openrlhf: it only runs inside OpenRLHF's rollout actors.
 """
 
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
-import os
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,16 +22,15 @@ from openrlhf.utils.agent import AgentExecutorBase  # type: ignore[import-not-fo
 from weft_core.models import TaskGraph
 from weft_megamcp.client import MegaMCPClient
 from weft_train.openrlhf.bundle import bundle
+from weft_train.openrlhf.config import ExecutorConfig
+from weft_train.policy.generate import Generation, SamplingParams
 from weft_train.rl.environment import MegaMCPEnvironment
-from weft_train.rl.generation import Generation, SamplingParams
 from weft_train.rl.template import HermesTemplate
 from weft_train.rl.tree import TreeSettings, TurnTask, atomic_turn_rollout
 
-CONFIG_ENV = "WEFT_TRAIN_OPENRLHF_CONFIG"
-
 
 class VLLMTokenGenerator:
-    """`TokenGenerator` over OpenRLHF's rollout actor (`llm_engine.generate(ids, sampling_params)`
+    """`BatchTokenGenerator` over OpenRLHF's rollout actor (`llm_engine.generate(ids, sampling_params)`
     returning a vLLM `RequestOutput`); processed logprobs of the sampled ids."""
 
     def __init__(self, engine: Any, base_params: Any) -> None:
@@ -42,7 +39,7 @@ class VLLMTokenGenerator:
 
     async def _one(self, ids: list[int], params: SamplingParams) -> Generation:
         sp = copy.copy(self.base)
-        sp.max_tokens = params.max_new_tokens
+        sp.max_tokens = params.max_tokens
         sp.logprobs = 1
         out = (await self.engine.generate(ids, sp)).outputs[0]
         tokens = list(out.token_ids)
@@ -50,7 +47,12 @@ class VLLMTokenGenerator:
             lps = [float(out.logprobs[i][t].logprob) for i, t in enumerate(tokens)]
         else:
             lps = [0.0] * len(tokens)
-        return Generation(tokens, lps, "length" if out.finish_reason == "length" else "stop")
+        return Generation(
+            token_ids=tokens,
+            logprobs=lps,
+            text=str(getattr(out, "text", "") or ""),
+            finish_reason="length" if out.finish_reason == "length" else "stop",
+        )
 
     async def generate(
         self, prompts: Sequence[list[int]], params: SamplingParams
@@ -59,17 +61,17 @@ class VLLMTokenGenerator:
 
 
 class AtomicTurnExecutor(AgentExecutorBase):  # type: ignore[misc]
+    config_path: str = ""
+
     def __init__(self) -> None:
-        path = os.environ.get(CONFIG_ENV)
-        if not path:
-            raise RuntimeError(f"{CONFIG_ENV} must name the weft-train OpenRLHF config JSON")
-        self.config = json.loads(Path(path).read_text())
+        if not self.config_path:
+            raise RuntimeError("AtomicTurnExecutor: use configured_executor(CONFIG_JSON)")
+        self.config = ExecutorConfig.model_validate_json(Path(self.config_path).read_text())
         self.client: MegaMCPClient | None = None
-        self.rng = random.Random(self.config.get("seed", 0))
+        self.rng = random.Random(self.config.seed)
 
     def _task(self, graph: TaskGraph) -> TurnTask:
-        system = self.config.get("system", "You complete the user's requests with the tools.")
-        return TurnTask(graph.id, system, tuple((n, graph.node(n).intent) for n in graph.order))
+        return TurnTask.from_graph(graph, self.config.system)
 
     async def execute(
         self,
@@ -81,14 +83,15 @@ class AtomicTurnExecutor(AgentExecutorBase):  # type: ignore[misc]
         llm_engine: Any,
         images: Any = None,
     ) -> dict[str, Any]:
+        cfg = self.config
         if self.client is None:
-            self.client = MegaMCPClient(self.config["megamcp_url"], self.config["admin_token"])
-        graph = TaskGraph.load(Path(self.config["tasks_dir"]) / f"{label}.json")
+            self.client = MegaMCPClient(cfg.megamcp_url, cfg.admin_token)
+        graph = TaskGraph.load(cfg.tasks_dir / f"{label}.json")
         settings = TreeSettings(
-            group_size=int(self.config.get("group_size", 8)),
-            max_messages=int(self.config.get("max_messages", 8)),
+            group_size=cfg.group_size,
+            max_messages=cfg.max_messages,
             sampling=SamplingParams(
-                max_new_tokens=int(self.config.get("max_new_tokens", 2048)),
+                max_tokens=cfg.max_new_tokens,
                 temperature=float(getattr(sampling_params, "temperature", 1.0)),
             ),
         )
@@ -101,3 +104,9 @@ class AtomicTurnExecutor(AgentExecutorBase):  # type: ignore[misc]
             self.rng,
         )
         return bundle(result.groups, str(prompt), str(label))
+
+
+def configured_executor(config_path: str) -> type[AtomicTurnExecutor]:
+    """`AtomicTurnExecutor` bound to one `ExecutorConfig` JSON (OpenRLHF passes no arguments)."""
+    ExecutorConfig.model_validate_json(Path(config_path).read_text())  # fail at load, not per task
+    return type("AgentExecutor", (AtomicTurnExecutor,), {"config_path": config_path})

@@ -1,6 +1,12 @@
 """A real policy on CPU: build (`init_policy`), load (`Policy.load`), render, sample with logprobs."""
 
-from weft_train.policy.build import PRESETS, PolicyShape, init_policy, parameter_count
+from weft_train.policy.build import (
+    PRESETS,
+    PolicyShape,
+    build_model,
+    init_policy,
+    parameter_count,
+)
 from weft_train.policy.generate import (
     Generation,
     Policy,
@@ -21,6 +27,7 @@ __all__ = [
     "PolicyShape",
     "SamplingParams",
     "TokenGenerator",
+    "build_model",
     "build_tokenizer",
     "chat_template",
     "init_policy",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, Field
@@ -82,21 +82,45 @@ def init_policy(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(corpus, merges)
+    model = build_model(
+        len(tokenizer),
+        shape,
+        seed=seed,
+        eos_id=tokenizer.eos_token_id,
+        pad_id=tokenizer.pad_token_id,
+    )
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def build_model(
+    vocab_size: int,
+    shape: Preset | PolicyShape = "tiny",
+    *,
+    seed: int = 0,
+    eos_id: int | None = None,
+    pad_id: int | None = None,
+) -> Any:
+    """A randomly initialised Qwen3 in memory (`init_policy` builds its model with this and
+    writes it; tests and benchmarks that need no folder call it directly)."""
+    if isinstance(shape, str):
+        if shape not in PRESETS:
+            raise TrainUserError(f"unknown policy preset {shape!r} (known: {sorted(PRESETS)})")
+        shape = PRESETS[shape]
     torch.manual_seed(seed)
     config = Qwen3Config(
-        vocab_size=len(tokenizer),
+        vocab_size=vocab_size,
         tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
         bos_token_id=None,
         **shape.model_dump(),
     )
     model = Qwen3ForCausalLM(config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    model.generation_config.eos_token_id = eos_id
+    model.generation_config.pad_token_id = pad_id
+    return model
 
 
 def parameter_count(model: torch.nn.Module) -> int:

@@ -37,7 +37,11 @@ class Generation(BaseModel):
 
     token_ids: list[int]
     logprobs: list[float] = Field(description="log p(token | prefix) after temperature scaling.")
-    text: str = Field(description="The completion decoded with special tokens kept.")
+    text: str = Field(
+        default="",
+        description="The completion decoded with special tokens kept ('' from a generator "
+        "without a tokenizer, e.g. batched rollouts that only append ids).",
+    )
     finish_reason: FinishReason
 
 

@@ -7,8 +7,9 @@ Two properties matter for training and are tested:
   history. So the ids a policy sampled stay the ids of the history (TITO) and OpenRLHF's multi-turn
   loss ranges (partial renders) line up (notes/sft-format.md).
 * **`{% generation %}` markers** around exactly what the model emits: the assistant text, its tool
-  calls and `<|im_end|>`; the role header and the newline after `<|im_end|>` are template tokens
-  and never trained. `return_assistant_tokens_mask=True` (TRL's `assistant_only_loss`) reads them.
+  calls and `<|im_end|>`; the role header and the newline between turns are template tokens
+  and never trained. That newline opens the next turn (not closes this one), so OpenRLHF's SFT
+  dataset, which trains whatever a partial render adds, trains exactly the same tokens. `return_assistant_tokens_mask=True` (TRL's `assistant_only_loss`) reads them.
 
 Tool-call arguments given as a JSON string are written verbatim, so a call re-renders byte for byte
 as the model wrote it; a dict is serialised with `tojson`. transformers renders with `trim_blocks`,
@@ -32,22 +33,28 @@ TOOLS_FOOTER = (
 )
 
 CHAT_TEMPLATE = (
+    # `ns.sep` is the newline between turns, written at the start of the *next* turn: a turn then
+    # renders as `<|im_start|>role ... <|im_end|>` with nothing after it, so OpenRLHF's partial
+    # renders (`render(msgs[:i+1])[len(render(msgs[:i], gen))]`) cover exactly the assistant's
+    # tokens, the same ones the generation markers give.
+    "{% set ns = namespace(sep='') %}"
     "{% if tools %}"
     "<|im_start|>system\n"
     "{% if messages[0].role == 'system' %}{{ messages[0].content }}\n\n{% endif %}"
     "{{ tools_header }}"
     "{% for tool in tools %}{{ '\\n' }}{{ tool | tojson }}{% endfor %}"
-    "{{ tools_footer }}<|im_end|>\n"
+    "{{ tools_footer }}<|im_end|>{% set ns.sep = '\\n' %}"
     "{% elif messages[0].role == 'system' %}"
-    "<|im_start|>system\n{{ messages[0].content }}<|im_end|>\n"
+    "<|im_start|>system\n{{ messages[0].content }}<|im_end|>{% set ns.sep = '\\n' %}"
     "{% endif %}"
     "{% for message in messages %}"
     "{% if message.role == 'system' %}"
-    "{% if not loop.first %}<|im_start|>system\n{{ message.content }}<|im_end|>\n{% endif %}"
+    "{% if not loop.first %}{{ ns.sep }}<|im_start|>system\n{{ message.content }}<|im_end|>"
+    "{% set ns.sep = '\\n' %}{% endif %}"
     "{% elif message.role == 'user' %}"
-    "<|im_start|>user\n{{ message.content }}<|im_end|>\n"
+    "{{ ns.sep }}<|im_start|>user\n{{ message.content }}<|im_end|>{% set ns.sep = '\\n' %}"
     "{% elif message.role == 'assistant' %}"
-    "<|im_start|>assistant\n"
+    "{{ ns.sep }}<|im_start|>assistant\n"
     "{% generation %}"
     "{% if message.content %}{{ message.content }}{% endif %}"
     "{% for call in message.tool_calls or [] %}"
@@ -58,12 +65,13 @@ CHAT_TEMPLATE = (
     "}\n</tool_call>"
     "{% endfor %}"
     "<|im_end|>"
-    "{% endgeneration %}{{ '\\n' }}"
+    "{% endgeneration %}{% set ns.sep = '\\n' %}"
     "{% elif message.role == 'tool' %}"
-    "<|im_start|>tool\n<tool_response>\n{{ message.content }}\n</tool_response><|im_end|>\n"
+    "{{ ns.sep }}<|im_start|>tool\n<tool_response>\n{{ message.content }}\n</tool_response>"
+    "<|im_end|>{% set ns.sep = '\\n' %}"
     "{% endif %}"
     "{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    "{% if add_generation_prompt %}{{ ns.sep }}<|im_start|>assistant\n{% endif %}"
 )
 
 

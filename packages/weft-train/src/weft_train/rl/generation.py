@@ -1,39 +1,31 @@
-"""Token-level generation for rollouts: the `TokenGenerator` contract and its HF implementation.
+"""Token-level generation for rollouts: the batched view of the policy's `TokenGenerator`.
 
-Rollouts are token-in/token-out: the caller owns the token history and appends sampled ids and
-observation deltas itself. `HFTokenGenerator` samples with transformers `generate` on CPU (any HF
-causal LM); OpenRLHF's vLLM engine sits behind the same contract in the adapter.
+One contract for every generator in weft-train: `weft_train.policy.generate` defines the sampling
+request (`SamplingParams`), the result (`Generation`: sampled ids, their processed logprobs, why
+it stopped) and `TokenGenerator` (one prompt, used by the server and the SFT sampler).
+`BatchTokenGenerator` is the same contract for the G candidates of an atomic turn at once (async,
+one `Generation` per prompt). Rollouts are token-in/token-out: the caller owns the history and
+appends sampled ids and observation deltas itself. `HFTokenGenerator` samples with transformers
+`generate` on CPU (any HF causal LM); OpenRLHF's vLLM engine sits behind it in the adapter.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-
-@dataclass(frozen=True)
-class SamplingParams:
-    max_new_tokens: int = 128
-    temperature: float = 1.0  # top_p = 1, top_k off: the processed logprobs then match training
-
-
-@dataclass
-class Generation:
-    token_ids: list[int]  # sampled ids, the stop token included when one was sampled
-    logprobs: list[float]  # [len(token_ids)] temperature-processed logprob of each sampled id
-    finish_reason: Literal["stop", "length"]
+from weft_train.policy.generate import Generation, SamplingParams
 
 
 @runtime_checkable
-class TokenGenerator(Protocol):
+class BatchTokenGenerator(Protocol):
     """Contract: `generate(prompts, params)` samples one continuation per prompt (a list of ids)
-    from the current frozen policy and returns the sampled ids with their processed logprobs,
-    ending at the first stop id ("stop") or after `max_new_tokens` ("length"). It never
-    retokenizes: the ids returned are exactly the ids sampled."""
+    from the current frozen policy, with `TokenGenerator`'s semantics for each: the sampled ids
+    with their processed logprobs, ending at the first stop id ("stop") or after
+    `params.max_tokens` ("length"). It never retokenizes: the ids returned are the ids sampled."""
 
     async def generate(
         self, prompts: Sequence[list[int]], params: SamplingParams
@@ -56,17 +48,23 @@ class HFTokenGenerator:
         for i, p in enumerate(prompts):
             ids[i, width - len(p) :] = torch.tensor(p)
             attn[i, width - len(p) :] = 1
+        if params.seed is not None:
+            torch.manual_seed(params.seed)  # HF generate takes no per-request generator
+        greedy = params.temperature == 0  # as Policy: raw-logit logprobs of the argmax
+        sample_kw: dict[str, Any] = (
+            {"do_sample": False}
+            if greedy
+            else {"do_sample": True, "temperature": params.temperature, "top_k": 0,
+                  "top_p": params.top_p}
+        )  # fmt: skip
         was_training = self.model.training
         self.model.eval()
         with torch.no_grad():
             out = self.model.generate(
                 input_ids=ids,
                 attention_mask=attn,
-                do_sample=True,
-                temperature=params.temperature,
-                top_k=0,
-                top_p=1.0,
-                max_new_tokens=params.max_new_tokens,
+                **sample_kw,
+                max_new_tokens=params.max_tokens,
                 eos_token_id=self.stop_ids,
                 pad_token_id=self.pad_id,
                 output_logits=True,
@@ -75,7 +73,9 @@ class HFTokenGenerator:
         if was_training:
             self.model.train()
         new = out.sequences[:, width:]
-        logits = torch.stack(out.logits, dim=1).float() / params.temperature  # [B, N, V]
+        logits = torch.stack(out.logits, dim=1).float()  # [B, N, V]
+        if not greedy:
+            logits = logits / params.temperature
         logp = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1)
         results = []
         for i in range(len(prompts)):

@@ -41,15 +41,27 @@ def infrastructure_failure(entries: Iterable[LedgerEntry]) -> str | None:
     return ", ".join(f"{e.mcp}#{e.seq} {e.tool}: {e.error_kind}" for e in bad)
 
 
-def screen_group(group: Sequence[TurnSample]) -> GroupRejection | None:
-    """Why a group cannot train (None: it can)."""
-    if any(s.infrastructure_error for s in group):
+def group_rejection(
+    rewards: Sequence[float], complete: Sequence[bool], infrastructure: Sequence[bool]
+) -> GroupRejection | None:
+    """The dynamic-sampling rule on one group's per-candidate facts (None: it can train). One rule
+    for every trainer: the CPU sampler screens `TurnSample`s, the OpenRLHF adapter bundle dicts."""
+    if any(infrastructure):
         return GroupRejection.INFRASTRUCTURE
-    if any(not s.complete for s in group):
+    if not all(complete):
         return GroupRejection.INCOMPLETE
-    if len({s.reward for s in group}) <= 1:
+    if len(set(rewards)) <= 1:
         return GroupRejection.CONSTANT_REWARD
     return None
+
+
+def screen_group(group: Sequence[TurnSample]) -> GroupRejection | None:
+    """Why a group cannot train (None: it can)."""
+    return group_rejection(
+        [s.reward for s in group],
+        [s.complete for s in group],
+        [bool(s.infrastructure_error) for s in group],
+    )
 
 
 async def with_physical_retries(

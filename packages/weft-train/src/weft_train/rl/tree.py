@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from weft_core.models import TaskGraph
+from weft_train.policy.generate import SamplingParams
 from weft_train.rl.credit import AssistantMessage, CreditRules, ParsedCall, flag_segment
 from weft_train.rl.environment import TurnEnvironment
-from weft_train.rl.generation import SamplingParams, TokenGenerator
+from weft_train.rl.generation import BatchTokenGenerator
 from weft_train.rl.samples import ActionSpan, TurnSample
 from weft_train.rl.sampling import InfrastructureFailure
 from weft_train.rl.template import TurnTemplate
@@ -35,12 +37,17 @@ class TurnTask:
     system: str
     turns: tuple[tuple[str, str], ...]
 
+    @classmethod
+    def from_graph(cls, graph: TaskGraph, system: str) -> TurnTask:
+        """One turn per node in the graph's stable topological order; the node's intent asks."""
+        return cls(graph.id, system, tuple((n, graph.node(n).intent) for n in graph.order))
+
 
 @dataclass(frozen=True)
 class TreeSettings:
     group_size: int = 4  # G
     max_messages: int = 3  # assistant messages per segment before it counts as unfinished
-    sampling: SamplingParams = field(default_factory=SamplingParams)
+    sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_tokens=128))
     max_infra_retries: int = 2
     credit_rules: CreditRules = field(default_factory=CreditRules)
 
@@ -92,7 +99,7 @@ class SegmentRunner:
     def __init__(
         self,
         env: TurnEnvironment,
-        generator: TokenGenerator,
+        generator: BatchTokenGenerator,
         template: TurnTemplate,
         settings: TreeSettings,
     ) -> None:
@@ -231,7 +238,7 @@ def _sample(
 async def atomic_turn_rollout(
     task: TurnTask,
     env: TurnEnvironment,
-    generator: TokenGenerator,
+    generator: BatchTokenGenerator,
     template: TurnTemplate,
     settings: TreeSettings,
     rng: random.Random,
@@ -279,7 +286,7 @@ async def atomic_turn_rollout(
 async def trajectory_rollout(
     task: TurnTask,
     env: TurnEnvironment,
-    generator: TokenGenerator,
+    generator: BatchTokenGenerator,
     template: TurnTemplate,
     settings: TreeSettings,
     rng: random.Random,
