@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -53,8 +54,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--quiet", action="store_true", help="no progress bar or table; errors only")
     v = sub.add_parser("serve", help="serve one bundle standalone over streamable HTTP")
     v.add_argument("bundle", help="an EnvBundle folder")
-    v.add_argument("--host", default="127.0.0.1")
-    v.add_argument("--port", type=int, default=8765)
+    v.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    v.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0: a free one)")
+    v.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host header name to accept besides localhost, 127.0.0.1, ::1 and the bound "
+        "address (repeatable; fnmatch patterns; '*' turns the DNS-rebinding check off)",
+    )
     v.add_argument(
         "--db",
         default=None,
@@ -144,14 +153,30 @@ def synth(args: argparse.Namespace) -> int:
     return 0 if report["failed"] == 0 else 1
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    if not 0 <= port <= 65535:
+        raise EnvSynthUserError(f"--port {port} is out of range (0-65535)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise EnvSynthUserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
+
+
 def serve(args: argparse.Namespace) -> int:
     import os
 
     bundle = Path(args.bundle)
-    if not (bundle / "manifest.json").exists():
+    if not bundle.is_dir() or not (bundle / "manifest.json").is_file():
         raise BundleError(
             f"{bundle} is not a certified EnvBundle (no manifest.json); run weft-envsynth synth first"
         )
+    sock = _listen(args.host, args.port)
     if args.db:
         os.environ["WEFT_DB_PATH"] = str(Path(args.db).resolve())
     if args.workspace:
@@ -159,7 +184,16 @@ def serve(args: argparse.Namespace) -> int:
     from weft_envsynth.loader import import_bundle
 
     server = import_bundle(bundle).create_server()
-    server.run(transport="http", host=args.host, port=args.port)
+    # DNS rebinding: fastmcp's Host/Origin guard in strict mode (every request is checked;
+    # localhost names and the bound address are always allowed).
+    server.run(
+        transport="http",
+        host=args.host,
+        port=sock.getsockname()[1],
+        sockets=[sock],
+        host_origin_protection=True,
+        allowed_hosts=args.allowed_host,
+    )
     return 0
 
 

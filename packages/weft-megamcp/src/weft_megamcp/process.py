@@ -40,6 +40,7 @@ from weft_megamcp._stats_merge import merge_reports
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
+from weft_megamcp.guards import path_token
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
 from weft_megamcp.host import STARTUP_TIMEOUT_S, bind_socket, url_of, uvicorn_options
 from weft_megamcp.metrics import MetricsReport, render_prometheus
@@ -99,7 +100,7 @@ class MasterFallback:
         headers = {
             k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
         }
-        token = bearer(headers)
+        token = bearer(headers) or path_token(path)
         if token is None or ROUTED_HEADER in headers or not self.app.core.manager.moved_away(token):
             await self.app(scope, receive, send)
             return
@@ -753,10 +754,12 @@ class Master:
         await self._relay(send, resp)
 
 
-def serve_master(settings: MegaMCPSettings) -> int:
+def serve_master(settings: MegaMCPSettings, sock: socket.socket | None = None) -> int:
     import sys
 
-    sock = bind_socket(settings.host, settings.port)
+    from weft_megamcp.guards import guard_app
+
+    sock = sock or bind_socket(settings.host, settings.port)
     url = url_of(settings.host, sock.getsockname()[1])
     master = Master(settings, url)
     if settings.admin_token is None:
@@ -765,6 +768,7 @@ def serve_master(settings: MegaMCPSettings) -> int:
         f"MegaMCP master on {url} with up to {master.max_workers} workers (data in {master.core.data_dir})",
         file=sys.stderr,
     )
-    server = uvicorn.Server(uvicorn.Config(master, **uvicorn_options(settings)))
+    app = guard_app(master, settings.allowed_hosts)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
     server.run(sockets=[sock])
     return 0
