@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -52,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"specs synthesized in parallel processes (this machine: {default_jobs()})",
     )
     s.add_argument("--quiet", action="store_true", help="no progress bar or table; errors only")
+    s.add_argument(
+        "--max-spec-bytes",
+        type=int,
+        default=MAX_SPEC_BYTES,
+        help=f"refuse spec files larger than this (default {MAX_SPEC_BYTES})",
+    )
     v = sub.add_parser("serve", help="serve one bundle standalone over streamable HTTP")
     v.add_argument("bundle", help="an EnvBundle folder")
     v.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -75,19 +82,45 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _expand(specs: Sequence[str]) -> list[Path]:
+# The largest of the 2,120 real specs in the corpus is 1.6 MB; a spec past this is refused
+# before it is read (a 10 MB description once made a 201 MB bundle).
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+
+
+def _spec_file(p: Path, max_bytes: int) -> Path:
+    """`p` if it is a regular file within the size cap (a FIFO or device would block the
+    reader forever); EnvSynthUserError naming the file otherwise."""
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise EnvSynthUserError(f"spec file {p}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise EnvSynthUserError(f"spec file {p} is not a regular file")
+    if st.st_size > max_bytes:
+        raise EnvSynthUserError(
+            f"spec file {p} is {st.st_size} bytes, over the {max_bytes}-byte limit "
+            "(--max-spec-bytes)"
+        )
+    return p
+
+
+def _expand(specs: Sequence[str], max_bytes: int = MAX_SPEC_BYTES) -> list[Path]:
     out: list[Path] = []
     for s in specs:
         p = Path(s)
         if p.is_dir():
-            out.extend(sorted(p.glob("*.json")))
-        elif p.exists():
-            out.append(p)
+            out.extend(_spec_file(f, max_bytes) for f in sorted(p.glob("*.json")))
+        elif p.exists() or p.is_symlink():
+            out.append(_spec_file(p, max_bytes))
         else:
             raise EnvSynthUserError(f"spec file {s} does not exist")
     if not out:
         raise EnvSynthUserError("no spec files given")
     return out
+
+
+def _not_loadable(r: SynthResult) -> bool:
+    return r.status == "rejected" and (r.reason or "").startswith("spec not loadable")
 
 
 def synth(args: argparse.Namespace) -> int:
@@ -96,7 +129,7 @@ def synth(args: argparse.Namespace) -> int:
     console = WeftConsole(quiet=args.quiet or None)
     if args.rounds < 0 or args.jobs < 1:
         raise EnvSynthUserError("--rounds must be >= 0 and --jobs >= 1")
-    paths = _expand(args.specs)
+    paths = _expand(args.specs, args.max_spec_bytes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -150,7 +183,14 @@ def synth(args: argparse.Namespace) -> int:
     for r in results:
         if r.status == "failed":
             console.error(f"weft-envsynth: {r.source}: synthesis crashed: {r.reason}")
-    return 0 if report["failed"] == 0 else 1
+        elif _not_loadable(r):
+            console.error(f"weft-envsynth: {r.source}: {r.reason}")
+    unloadable = sum(_not_loadable(r) for r in results)
+    if unloadable == len(results):
+        # Nothing was synthesized: an input error, not a run with rejections.
+        console.error(f"weft-envsynth: none of the {len(results)} spec file(s) could be loaded")
+        return 2
+    return 0 if report["failed"] == 0 and unloadable == 0 else 1
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -203,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return synth(args) if args.command == "synth" else serve(args)
     except WeftError as exc:
         print(f"weft-envsynth: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output folder that is a file, a path without permission
+        where = f" {exc.filename}:" if exc.filename else ""
+        print(f"weft-envsynth:{where} {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
