@@ -94,6 +94,7 @@ async def _run_scenario(suite: list[str], url: str, scenario: str) -> str:
     return text
 
 
+@pytest.mark.slow  # two Node runs of the suite: tens of seconds on a loaded machine
 async def test_megamcp_session_passes_conformance(tmp_path: Path) -> None:
     suite = _suite()
     settings = MegaMCPSettings(data_dir=tmp_path / "megamcp", admin_token="admin-token-xyz")

@@ -9,7 +9,8 @@ from weft_megamcp.client import MegaMCPClient
 from weft_megamcp.host import MegaMCPHost
 from weft_megamcp.settings import MegaMCPSettings
 
-pytestmark = pytest.mark.integration
+# Starts a PostgreSQL server and an S3 server, then a host on them.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 async def test_host_on_postgres_and_s3(tmp_path, bundle_dir, postgres_url, s3_bucket):

@@ -11,7 +11,8 @@ import pytest
 from weft_megamcp.checkpoints import CheckpointStore
 
 
-@pytest.fixture(params=["local", "memory", "s3"])
+# The S3 runs start a server subprocess and go over HTTP: `slow` (600 s) on a loaded machine.
+@pytest.fixture(params=["local", "memory", pytest.param("s3", marks=pytest.mark.slow)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CheckpointStore]:
     """Every store test runs on a local folder, fsspec's memory filesystem and a real S3
     server over HTTP (moto's, see the package conftest: skipped when moto is missing)."""

@@ -12,7 +12,8 @@ from weft_megamcp.objectstore import ObjectStore
 from weft_megamcp.registry import MCPKind, Registry
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+# The PostgreSQL runs start a server (initdb + postgres): `slow` (600 s) on a loaded machine.
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Registry:
     """Every registry test runs on SQLite and on a real PostgreSQL server (see conftest)."""
     store = ObjectStore(str(tmp_path / "objects"), tmp_path / "cache")
@@ -174,6 +175,7 @@ async def test_out_of_range_versions_are_not_found(registry: Registry, bundle_di
             registry.get("notes_crm", version)
 
 
+@pytest.mark.slow
 async def test_two_hosts_registering_at_once_agree(
     postgres_url: str, bundle_dir: Path, tmp_path: Path
 ):
