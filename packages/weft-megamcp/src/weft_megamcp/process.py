@@ -40,7 +40,7 @@ from weft_megamcp._stats_merge import merge_reports
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
-from weft_megamcp.guards import path_token
+from weft_megamcp.guards import guard_app, path_token
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
 from weft_megamcp.host import STARTUP_TIMEOUT_S, bind_socket, url_of, uvicorn_options
 from weft_megamcp.metrics import MetricsReport, render_prometheus
@@ -130,7 +130,9 @@ def _worker_main(
     core.base_url = url_of(settings.host, sock.getsockname()[1])  # clients come straight here
     conn.send(sock.getsockname()[1])
     conn.close()
-    app = MasterFallback(HostASGI(core), master_url)
+    # The guard goes outside the fallback too: a hostile header must be refused before the
+    # fallback reads a token from it or forwards it to the master.
+    app = guard_app(MasterFallback(HostASGI(core), master_url), settings.allowed_hosts)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
     server.run(sockets=[sock])
 
