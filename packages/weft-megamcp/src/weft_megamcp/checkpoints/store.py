@@ -189,7 +189,10 @@ class CheckpointStore:
                 self.fs.pipe_file(path, data, mode="create")
             except FileExistsError:
                 return False
-        # Stores whose "create" is only check-then-write: the read-back says who won.
+        # Stores whose "create" is only check-then-write: the read-back says who won. s3fs
+        # answers a read from a parent listing it cached before this object existed (another
+        # thread listed the leases meanwhile): "not found" for what was just written.
+        self.fs.invalidate_cache(path)
         return bool(self.fs.cat_file(path) == data)
 
     def _read_json(self, path: str) -> dict[str, Any] | None:
