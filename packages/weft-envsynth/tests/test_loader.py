@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -77,5 +78,13 @@ async def test_workspace_bundle_ships_a_seed_workspace(tmp_path: Path, example) 
             bad = await c.call_tool("read_file", {"path": "../../etc/passwd"}, raise_on_error=False)
             assert bad.is_error and bad.content[0].text.startswith("invalid_path")
             await c.call_tool("write_file", {"path": "/reports/new.md", "content": "# Q2"})
+            # A symlink to a host file outside the workspace: listed, its target's size is not.
+            outside = tmp_path / "host-secret.bin"
+            outside.write_bytes(b"x" * 12345)
+            (ws / "link").symlink_to(outside)
+            listing = await c.call_tool("list_directory", {"path": "/"})
+            items = {i["path"]: i for i in listing.structured_content["items"]}
+            assert items["/link"]["type"] == "symlink" and items["/link"]["size"] == 0
+            assert "12345" not in json.dumps(listing.structured_content)
     release_session("w1")
     assert (ws / "reports" / "new.md").read_text() == "# Q2"

@@ -107,7 +107,7 @@ def test_prometheus_text_parses_and_matches_json() -> None:
     assert errors == {
         ("add_note", "invalid_arguments"): 1,
         ("add_note", "server_crash"): 1,
-        ("nope", "unknown_tool"): 1,
+        ("<unknown>", "unknown_tool"): 1,  # an agent's made-up name is not a label
     }
     crashes = {
         s.labels["version"]: s.value
@@ -137,3 +137,47 @@ def test_reservoir_bounds_memory() -> None:
     t = agg.report().mcps[0].tools[0]
     assert t.calls == 10_000
     assert t.latency_ms_p50 is not None and 30 <= t.latency_ms_p50 <= 70
+
+
+def test_one_sessions_family_histogram_latency_and_bounded_tool_labels() -> None:
+    entries = [entry(i, "add_note", ms=float(i)) for i in range(1, 101)]
+    # An agent probing 1,000 made-up tool names, and a server with 400 real ones.
+    entries += [entry(i, f"made_up_{i}", kind=ErrorKind.UNKNOWN_TOOL) for i in range(1000)]
+    entries += [entry(i, f"real_{i}", version=2) for i in range(400)]
+    report = compute_metrics(entries)
+    text = render_prometheus(report, gauges={"groups": 1, "sessions": 7})
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    # One family per name, and `weft_megamcp_sessions` means open sessions only.
+    assert text.count("# TYPE weft_megamcp_sessions ") == 1
+    assert [s.value for s in families["weft_megamcp_sessions"].samples] == [7]
+    assert "weft_megamcp_mcp_sessions" in families
+    # Latency is a histogram in seconds: cumulative buckets, _count == calls, _sum in seconds.
+    lat = families["weft_megamcp_tool_latency_seconds"]
+    assert lat.type == "histogram"
+    add = [s for s in lat.samples if s.labels.get("tool") == "add_note"]
+    buckets = {s.labels["le"]: s.value for s in add if s.name.endswith("_bucket")}
+    assert buckets["0.01"] == 10 and buckets["0.05"] == 50 and buckets["+Inf"] == 100
+    assert next(s.value for s in add if s.name.endswith("_count")) == 100
+    assert abs(next(s.value for s in add if s.name.endswith("_sum")) - 5.05) < 1e-9
+    assert all("quantile" not in s.labels for f in families.values() for s in f.samples)
+    # Bounded tool labels.
+    tools_v1 = {
+        s.labels["tool"]
+        for s in families["weft_megamcp_tool_calls"].samples
+        if s.labels["version"] == "1"
+    }
+    assert tools_v1 == {"add_note", "<unknown>"}
+    v2 = report.find("notes", 2)
+    assert v2 is not None and len(v2.tools) == 257 and v2.calls == 400
+    other = next(t for t in v2.tools if t.tool == "<other>")
+    assert other.calls == 400 - 256
+
+
+def test_merged_worker_reports_add_histograms() -> None:
+    from weft_megamcp._stats_merge import merge_reports
+
+    a = compute_metrics([entry(i, "t", ms=3.0) for i in range(5)])
+    b = compute_metrics([entry(i, "t", ms=700.0, session="s9") for i in range(3)])
+    merged = merge_reports([a, b]).mcps[0].tools[0]
+    assert merged.calls == 8 and sum(merged.latency_ms_buckets) == 8
+    assert merged.latency_ms_sum == 15.0 + 2100.0

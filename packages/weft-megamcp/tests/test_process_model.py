@@ -106,3 +106,26 @@ async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, 
         g_new = await client.create_group([rec.mcp_id])
         assert not (await client.call_tool(g_new, rec.mcp_id, "list_contacts")).is_error
         assert after[busy["index"]]["groups"] == 0
+
+        # Hostile headers at the master and at a worker: 4xx, never a 500 (issue 18).
+        token_url = g_new.session(rec.mcp_id).token_url
+        async with httpx.AsyncClient(timeout=60) as http:
+            for base in (host.url, token_url.split("/s/")[0]):
+                for path in ("/mcp", "/admin/groups"):
+                    resp = await http.post(
+                        f"{base}{path}", headers={"authorization": "Bearer ñ".encode()}, json={}
+                    )
+                    assert resp.status_code == 400, (base, path, resp.status_code, resp.text)
+                dup = httpx.Headers([("authorization", "Bearer a"), ("authorization", "Bearer b")])
+                assert (await http.post(f"{base}/mcp", headers=dup, json={})).status_code == 400
+                evil = await http.get(f"{base}/health", headers={"host": "evil.example"})
+                assert evil.status_code == 421
+        # The per-session URL works on the session's worker and through the master.
+        from fastmcp import Client
+        from fastmcp.client.transports import StreamableHttpTransport
+
+        via_master = f"{host.url}/s/{g_new.session(rec.mcp_id).token}/mcp"
+        for url in (token_url, via_master):
+            async with Client(StreamableHttpTransport(url)) as agent:
+                assert agent.server_info is not None and agent.server_info.name == rec.name
+                assert {t.name for t in await agent.list_tools()} >= {"list_contacts"}

@@ -421,7 +421,8 @@ def _render_file_route(route: RoutePlan, arg: Any) -> list[str]:
             "if not path.exists():",
             "    raise ToolFailure('not_found', 'no such directory', 404)",
             "entries = sorted(path.rglob('*') if path.is_dir() else [path])",
-            "items = [{'path': ws_rel(e), 'type': 'directory' if e.is_dir() else 'file', 'size': e.stat().st_size if e.is_file() else 0} for e in entries]",
+            # A symlink is listed as one, never stat'ed through: its target may lie outside.
+            "items = [{'path': ws_rel(e), 'type': 'symlink' if e.is_symlink() else 'directory' if e.is_dir() else 'file', 'size': e.stat().st_size if e.is_file() and not e.is_symlink() else 0} for e in entries]",
             "return {'path': ws_rel(path), 'items': items, 'count': len(items)}",
         ]
     elif op == "file_delete":

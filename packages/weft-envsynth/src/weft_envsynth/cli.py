@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -52,10 +54,24 @@ def _parser() -> argparse.ArgumentParser:
         help=f"specs synthesized in parallel processes (this machine: {default_jobs()})",
     )
     s.add_argument("--quiet", action="store_true", help="no progress bar or table; errors only")
+    s.add_argument(
+        "--max-spec-bytes",
+        type=int,
+        default=MAX_SPEC_BYTES,
+        help=f"refuse spec files larger than this (default {MAX_SPEC_BYTES})",
+    )
     v = sub.add_parser("serve", help="serve one bundle standalone over streamable HTTP")
     v.add_argument("bundle", help="an EnvBundle folder")
-    v.add_argument("--host", default="127.0.0.1")
-    v.add_argument("--port", type=int, default=8765)
+    v.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    v.add_argument("--port", type=int, default=8765, help="TCP port (default 8765; 0: a free one)")
+    v.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host header name to accept besides localhost, 127.0.0.1, ::1 and the bound "
+        "address (repeatable; fnmatch patterns; '*' turns the DNS-rebinding check off)",
+    )
     v.add_argument(
         "--db",
         default=None,
@@ -73,19 +89,45 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _expand(specs: Sequence[str]) -> list[Path]:
+# The largest of the 2,120 real specs in the corpus is 1.6 MB; a spec past this is refused
+# before it is read (a 10 MB description once made a 201 MB bundle).
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+
+
+def _spec_file(p: Path, max_bytes: int) -> Path:
+    """`p` if it is a regular file within the size cap (a FIFO or device would block the
+    reader forever); EnvSynthUserError naming the file otherwise."""
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise EnvSynthUserError(f"spec file {p}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise EnvSynthUserError(f"spec file {p} is not a regular file")
+    if st.st_size > max_bytes:
+        raise EnvSynthUserError(
+            f"spec file {p} is {st.st_size} bytes, over the {max_bytes}-byte limit "
+            "(--max-spec-bytes)"
+        )
+    return p
+
+
+def _expand(specs: Sequence[str], max_bytes: int = MAX_SPEC_BYTES) -> list[Path]:
     out: list[Path] = []
     for s in specs:
         p = Path(s)
         if p.is_dir():
-            out.extend(sorted(p.glob("*.json")))
-        elif p.exists():
-            out.append(p)
+            out.extend(_spec_file(f, max_bytes) for f in sorted(p.glob("*.json")))
+        elif p.exists() or p.is_symlink():
+            out.append(_spec_file(p, max_bytes))
         else:
             raise EnvSynthUserError(f"spec file {s} does not exist")
     if not out:
         raise EnvSynthUserError("no spec files given")
     return out
+
+
+def _not_loadable(r: SynthResult) -> bool:
+    return r.status == "rejected" and (r.reason or "").startswith("spec not loadable")
 
 
 def synth(args: argparse.Namespace) -> int:
@@ -94,7 +136,7 @@ def synth(args: argparse.Namespace) -> int:
     console = WeftConsole(quiet=args.quiet or None)
     if args.rounds < 0 or args.jobs < 1:
         raise EnvSynthUserError("--rounds must be >= 0 and --jobs >= 1")
-    paths = _expand(args.specs)
+    paths = _expand(args.specs, args.max_spec_bytes)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -148,15 +190,38 @@ def synth(args: argparse.Namespace) -> int:
     for r in results:
         if r.status == "failed":
             console.error(f"weft-envsynth: {r.source}: synthesis crashed: {r.reason}")
-    return 0 if report["failed"] == 0 else 1
+        elif _not_loadable(r):
+            console.error(f"weft-envsynth: {r.source}: {r.reason}")
+    unloadable = sum(_not_loadable(r) for r in results)
+    if unloadable == len(results):
+        # Nothing was synthesized: an input error, not a run with rejections.
+        console.error(f"weft-envsynth: none of the {len(results)} spec file(s) could be loaded")
+        return 2
+    return 0 if report["failed"] == 0 and unloadable == 0 else 1
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    if not 0 <= port <= 65535:
+        raise EnvSynthUserError(f"--port {port} is out of range (0-65535)")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise EnvSynthUserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    return sock
 
 
 def serve(args: argparse.Namespace) -> int:
     bundle = Path(args.bundle)
-    if not (bundle / "manifest.json").exists():
+    if not bundle.is_dir() or not (bundle / "manifest.json").is_file():
         raise BundleError(
             f"{bundle} is not a certified EnvBundle (no manifest.json); run weft-envsynth synth first"
         )
+    sock = _listen(args.host, args.port)
     if args.db:
         os.environ["WEFT_DB_PATH"] = str(Path(args.db).resolve())
     if args.workspace:
@@ -166,7 +231,16 @@ def serve(args: argparse.Namespace) -> int:
     if args.state:
         _load_state(bundle, Path(args.state), args)
     server = import_bundle(bundle).create_server()
-    server.run(transport="http", host=args.host, port=args.port)
+    # DNS rebinding: fastmcp's Host/Origin guard in strict mode (every request is checked;
+    # localhost names and the bound address are always allowed).
+    server.run(
+        transport="http",
+        host=args.host,
+        port=sock.getsockname()[1],
+        sockets=[sock],
+        host_origin_protection=True,
+        allowed_hosts=args.allowed_host,
+    )
     return 0
 
 
@@ -195,6 +269,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return synth(args) if args.command == "synth" else serve(args)
     except WeftError as exc:
         print(f"weft-envsynth: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output folder that is a file, a path without permission
+        where = f" {exc.filename}:" if exc.filename else ""
+        print(f"weft-envsynth:{where} {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

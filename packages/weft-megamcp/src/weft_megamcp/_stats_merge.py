@@ -32,6 +32,14 @@ def merge_reports(
                 tacc, weights = tools.setdefault(tkey, (ToolStats(tool=t.tool), {}))
                 for name in _COUNTS:
                     setattr(tacc, name, getattr(tacc, name) + getattr(t, name))
+                if t.latency_ms_buckets:
+                    if not tacc.latency_ms_buckets:
+                        tacc.latency_ms_buckets = [0] * len(t.latency_ms_buckets)
+                    tacc.latency_ms_buckets = [
+                        a + b
+                        for a, b in zip(tacc.latency_ms_buckets, t.latency_ms_buckets, strict=True)
+                    ]
+                tacc.latency_ms_sum += t.latency_ms_sum
                 for name in _LATENCIES:
                     value = getattr(t, name)
                     if value is not None:

@@ -10,6 +10,7 @@ import hmac
 from typing import Any, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
@@ -108,6 +109,23 @@ def build_admin(core: AdminCore) -> FastAPI:
             else (409 if isinstance(exc, GroupStateError) else 400)
         )
         return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=status)
+
+    @api.exception_handler(RequestValidationError)
+    async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # One line naming the first bad field, not FastAPI's nested error list.
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+        loc = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or "request"
+        detail = f"{loc}: {first.get('msg', 'invalid')}".replace("\n", " ")[:500]
+        if len(errors) > 1:
+            detail += f" (and {len(errors) - 1} more error(s))"
+        return JSONResponse({"error": "MegaMCPUserError", "detail": detail}, status_code=422)
+
+    @api.exception_handler(UnicodeError)
+    async def _bad_text(_: Request, exc: UnicodeError) -> JSONResponse:
+        # JSON can carry lone surrogates ("\udcff") that no file name or UTF-8 blob can hold.
+        detail = "the request holds text that is not valid Unicode (a lone surrogate?)"
+        return JSONResponse({"error": "MegaMCPUserError", "detail": detail}, status_code=400)
 
     @api.exception_handler(WeftRuntimeError)
     async def _runtime_error(_: Request, exc: WeftRuntimeError) -> JSONResponse:

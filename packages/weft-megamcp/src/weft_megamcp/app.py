@@ -20,6 +20,7 @@ from weft_megamcp.dispatch import TokenGuard, build_front
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.fencing import LeaseFence
 from weft_megamcp.groups import GroupManager
+from weft_megamcp.guards import guard_app
 from weft_megamcp.health import HealthMonitor
 from weft_megamcp.metrics import MetricsAggregator, render_prometheus
 from weft_megamcp.models import CreateGroupRequest, GroupHandle, RuntimeState
@@ -228,11 +229,15 @@ class HostASGI:
         self.mcp_app = self.front.http_app(path="/mcp", stateless_http=True, json_response=True)
         self.guarded = TokenGuard(self.mcp_app, core.manager)
         self._stack: AsyncExitStack | None = None
+        self._request_guard = guard_app(self._route, core.settings.allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return
+        await self._request_guard(scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if path.startswith("/admin") or path == "/health":
             await self.admin(scope, receive, send)

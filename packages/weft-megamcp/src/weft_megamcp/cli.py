@@ -6,10 +6,21 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
 from weft_core.exceptions import UserError, WeftError
+from weft_megamcp.exceptions import MegaMCPUserError
+
+_SERVE_EPILOG = """\
+settings, highest first: these flags > environment variables WEFT_MEGAMCP_<SETTING>
+(e.g. WEFT_MEGAMCP_PORT, WEFT_MEGAMCP_DATA_DIR, WEFT_MEGAMCP_ADMIN_TOKEN,
+WEFT_MEGAMCP_REGISTRY_URL, WEFT_MEGAMCP_ALLOWED_HOSTS='["example.org"]') > a TOML file
+(--config FILE, else ./megamcp.toml when present; keys at top level or in a [megamcp] table)
+> defaults. Every setting: {fields}.
+An unknown key or variable, a bad value, a busy port or an unusable data dir is one error
+line and exit status 2."""
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -21,7 +32,28 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         port=getattr(args, "port", None),
         workers=getattr(args, "workers", None),
         data_dir=Path(args.data_dir) if getattr(args, "data_dir", None) else None,
+        log_level=getattr(args, "log_level", None),
     )
+
+
+def _check_data_dir(path: Path) -> None:
+    if path.exists() and not path.is_dir():
+        raise MegaMCPUserError(f"data dir {path} exists and is not a folder")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    from weft_megamcp.host import bind_socket
+
+    try:
+        return bind_socket(host, port)
+    except (OSError, OverflowError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise MegaMCPUserError(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -31,17 +63,24 @@ def _serve(args: argparse.Namespace) -> int:
     # Read once: no child process (workers, hosted servers, verifiers) inherits it, and
     # /proc/<pid>/environ no longer shows it.
     scrub_environ("WEFT_MEGAMCP_ADMIN_TOKEN")
+    _check_data_dir(settings.data_dir)
+    sock = _listen(settings.host, settings.port)
     if settings.workers > 1:
         from weft_megamcp.process import serve_master
 
-        return serve_master(settings)
+        return serve_master(settings, sock)
     import uvicorn
 
     from weft_megamcp.app import HostASGI, HostCore
-    from weft_megamcp.host import bind_socket, url_of, uvicorn_options
+    from weft_megamcp.host import url_of, uvicorn_options
 
-    core = HostCore(settings)
-    sock = bind_socket(settings.host, settings.port)
+    try:
+        core = HostCore(settings)
+    except WeftError:
+        raise
+    except Exception as exc:  # registry/object store URLs are only reachable once tried
+        sock.close()
+        raise MegaMCPUserError(f"cannot start the host: {_first_line(exc)}") from None
     core.base_url = url_of(settings.host, sock.getsockname()[1])
     if settings.admin_token is None:
         print(f"admin token: {core.admin_token}", file=sys.stderr)
@@ -51,6 +90,12 @@ def _serve(args: argparse.Namespace) -> int:
     )
     server = uvicorn.Server(uvicorn.Config(HostASGI(core), **uvicorn_options(settings)))
     server.run(sockets=[sock])
+    if not server.started:
+        print(
+            "weft-megamcp: error: the host failed during startup (see the log above)",
+            file=sys.stderr,
+        )
+        return 2
     return 0
 
 
@@ -126,8 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="cmd", required=True)
 
+    from weft_megamcp.settings import MegaMCPSettings
+
     serve = sub.add_parser(
-        "serve", help="run the host (MCP over streamable HTTP at /mcp, admin API at /admin)"
+        "serve",
+        help="run the host (MCP over streamable HTTP at /mcp, admin API at /admin)",
+        epilog=_SERVE_EPILOG.format(fields=", ".join(MegaMCPSettings.model_fields)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("--host", help="interface to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="TCP port (default: a free port)")
@@ -135,7 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, help="0/1: one process; N: prefork N worker processes"
     )
     serve.add_argument("--data-dir", help="data folder (default .megamcp)")
-    serve.add_argument("--config", help="TOML settings file")
+    serve.add_argument("--config", help="TOML settings file (default ./megamcp.toml if present)")
+    serve.add_argument(
+        "--log-level", help="critical, error, warning (default), info, debug or trace"
+    )
     serve.set_defaults(fn=_serve)
 
     reg = sub.add_parser("register", help="register an EnvBundle, a module or a stdio command")
@@ -180,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except json.JSONDecodeError as exc:
         print(f"weft-megamcp: error: bad JSON: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path given on the command line that cannot be used
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"weft-megamcp: error:{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

@@ -14,13 +14,19 @@ outside any call).
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from pydantic import BaseModel, Field
 
 from weft_core.models.ledger import ErrorKind, LedgerEntry
@@ -35,6 +41,16 @@ __all__ = [
 ]
 
 _RESERVOIR = 2048  # latency samples kept per tool; quantiles beyond this are estimates
+# Histogram bucket upper bounds (ms); the last bucket of `latency_ms_buckets` is +Inf.
+LATENCY_BUCKETS_MS: tuple[float, ...] = (
+    1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000,
+)  # fmt: skip
+# Tool labels are bounded: a call to a tool the server does not have is counted under
+# UNKNOWN_TOOL (an agent can send any name), and past MAX_TOOLS_PER_VERSION distinct tools of
+# one MCP version the rest are counted under OTHER_TOOLS.
+UNKNOWN_TOOL = "<unknown>"
+OTHER_TOOLS = "<other>"
+MAX_TOOLS_PER_VERSION = 256
 
 
 class ToolStats(BaseModel):
@@ -54,6 +70,12 @@ class ToolStats(BaseModel):
     latency_ms_p50: float | None = None
     latency_ms_p95: float | None = None
     latency_ms_p99: float | None = None
+    latency_ms_buckets: list[int] = Field(
+        default_factory=list,
+        description="Calls per latency bucket (upper bounds LATENCY_BUCKETS_MS, then +Inf); "
+        "not cumulative, so reports of several workers add up bucket by bucket.",
+    )
+    latency_ms_sum: float = Field(default=0.0, description="Sum of all call latencies (ms).")
 
 
 class MCPVersionStats(BaseModel):
@@ -103,6 +125,8 @@ class _ToolAcc:
     mutating: int = 0
     latencies: list[float] = field(default_factory=list)
     seen_latencies: int = 0
+    buckets: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BUCKETS_MS) + 1))
+    latency_sum: float = 0.0
 
 
 @dataclass
@@ -122,7 +146,14 @@ class MetricsAggregator:
 
     def observe(self, entry: LedgerEntry) -> None:
         acc = self._acc.setdefault((entry.mcp, entry.mcp_version), _VersionAcc())
-        tool = acc.tools.setdefault(entry.tool, _ToolAcc())
+        name = entry.tool
+        if entry.error_kind is ErrorKind.UNKNOWN_TOOL:
+            name = UNKNOWN_TOOL
+        elif name not in acc.tools and len(acc.tools) >= MAX_TOOLS_PER_VERSION:
+            name = OTHER_TOOLS
+        tool = acc.tools.setdefault(name, _ToolAcc())
+        tool.buckets[bisect.bisect_left(LATENCY_BUCKETS_MS, entry.duration_ms)] += 1
+        tool.latency_sum += entry.duration_ms
         tool.calls += 1
         acc.sessions.add(entry.session_id)
         if entry.is_error:
@@ -179,6 +210,8 @@ class MetricsAggregator:
                         latency_ms_p50=_quantile(lat, 0.5),
                         latency_ms_p95=_quantile(lat, 0.95),
                         latency_ms_p99=_quantile(lat, 0.99),
+                        latency_ms_buckets=list(t.buckets),
+                        latency_ms_sum=round(t.latency_sum, 3),
                     )
                 )
                 stats.calls += t.calls
@@ -202,6 +235,13 @@ def compute_metrics(entries: Iterable[LedgerEntry]) -> MetricsReport:
     return agg.report()
 
 
+_GAUGE_HELP = {
+    "groups": "Session groups open on this host.",
+    "sessions": "Sessions open on this host (one per MCP of each open group).",
+    "workers": "Live worker processes.",
+}
+
+
 class _ReportCollector:
     def __init__(self, report: MetricsReport, gauges: Mapping[str, float]) -> None:
         self.report = report
@@ -216,10 +256,8 @@ class _ReportCollector:
             labels=[*labels, "kind"],
         )
         rate = GaugeMetricFamily("weft_megamcp_tool_error_rate", "Errors per call.", labels=labels)
-        latency = GaugeMetricFamily(
-            "weft_megamcp_tool_latency_ms",
-            "Call latency quantiles (ms).",
-            labels=[*labels, "quantile"],
+        latency = HistogramMetricFamily(
+            "weft_megamcp_tool_latency_seconds", "Tool call latency.", labels=labels
         )
         crashes = CounterMetricFamily(
             "weft_megamcp_server_crashes",
@@ -231,8 +269,11 @@ class _ReportCollector:
             "Crashes per call per MCP version.",
             labels=["mcp", "version"],
         )
-        sessions = GaugeMetricFamily(
-            "weft_megamcp_sessions", "Distinct sessions per MCP version.", labels=["mcp", "version"]
+        # Not `weft_megamcp_sessions`: that is the host gauge of open sessions.
+        sessions = CounterMetricFamily(
+            "weft_megamcp_mcp_sessions",
+            "Distinct sessions that called this MCP version.",
+            labels=["mcp", "version"],
         )
         for m in self.report.mcps:
             v = "" if m.mcp_version is None else str(m.mcp_version)
@@ -245,16 +286,16 @@ class _ReportCollector:
                 rate.add_metric(lv, t.error_rate)
                 for kind, n in t.errors_by_kind.items():
                     errors.add_metric([*lv, kind], n)
-                for q, val in (
-                    ("0.5", t.latency_ms_p50),
-                    ("0.95", t.latency_ms_p95),
-                    ("0.99", t.latency_ms_p99),
-                ):
-                    if val is not None:
-                        latency.add_metric([*lv, q], val)
+                if t.latency_ms_buckets:
+                    cumulative, running = [], 0
+                    bounds = [*(f"{b / 1000:g}" for b in LATENCY_BUCKETS_MS), "+Inf"]
+                    for bound, n in zip(bounds, t.latency_ms_buckets, strict=False):
+                        running += n
+                        cumulative.append((bound, running))
+                    latency.add_metric(lv, cumulative, sum_value=t.latency_ms_sum / 1000)
         yield from (calls, errors, rate, latency, crashes, crash_rate, sessions)
         for name, value in sorted(self.gauges.items()):
-            g = GaugeMetricFamily(f"weft_megamcp_{name}", f"Host gauge {name}.")
+            g = GaugeMetricFamily(f"weft_megamcp_{name}", _GAUGE_HELP.get(name, f"Host {name}."))
             g.add_metric([], value)
             yield g
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from weft_core.models import CheckOutcome, Verifier
 
@@ -33,6 +33,15 @@ class SessionInfo(BaseModel):
     version: int
     url: str
     token: str
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="The session's MCP URL with the token in its path (`<host>/s/<token>/mcp`) "
+        "for clients that cannot send a bearer header; equivalent to `url` + the token."
+    )
+    @property
+    def token_url(self) -> str:
+        base = self.url.removesuffix("/mcp")
+        return f"{base}/s/{self.token}/mcp"
 
 
 class GroupHandle(BaseModel):

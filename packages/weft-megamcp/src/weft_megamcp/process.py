@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import socket
 from typing import Any
 
 import httpx
@@ -35,6 +36,7 @@ from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.forwarding import forward, read_body, relay, send_json
+from weft_megamcp.guards import guard_app
 from weft_megamcp.health import NoPlacementError
 from weft_megamcp.host import bind_socket, url_of, uvicorn_options
 from weft_megamcp.metrics import MetricsReport, render_prometheus
@@ -273,10 +275,10 @@ class Master:
         await self._relay(send, resp)
 
 
-def serve_master(settings: MegaMCPSettings) -> int:
+def serve_master(settings: MegaMCPSettings, sock: socket.socket | None = None) -> int:
     import sys
 
-    sock = bind_socket(settings.host, settings.port)
+    sock = sock or bind_socket(settings.host, settings.port)
     url = url_of(settings.host, sock.getsockname()[1])
     master = Master(settings, url)
     if settings.admin_token is None:
@@ -285,6 +287,7 @@ def serve_master(settings: MegaMCPSettings) -> int:
         f"MegaMCP master on {url} with up to {master.max_workers} workers (data in {master.core.data_dir})",
         file=sys.stderr,
     )
-    server = uvicorn.Server(uvicorn.Config(master, **uvicorn_options(settings)))
+    app = guard_app(master, settings.allowed_hosts)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
     server.run(sockets=[sock])
     return 0

@@ -248,6 +248,8 @@ class SessionRecovery:
         for sid in await asyncio.to_thread(self.store.sessions):
             if sid not in self.checkpointers and self.store.status(sid).state == "closed":
                 await asyncio.to_thread(self._delete_checkpoints, sid)
+        # Uploads a kill -9 interrupted; 10 minutes is far past any live writer's put.
+        await asyncio.to_thread(self.store.sweep_temporaries, 600.0)
         return report
 
     # ---- eviction -----------------------------------------------------------------------------

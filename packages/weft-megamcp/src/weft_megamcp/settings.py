@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from weft_megamcp.exceptions import MegaMCPUserError
@@ -86,7 +89,16 @@ class MegaMCPSettings(BaseSettings):
     keep_alive_s: int = Field(
         default=120, ge=1, description="Seconds an idle HTTP keep-alive connection stays open."
     )
-    log_level: str = Field(default="warning", description="uvicorn / host log level.")
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
+        default="warning", description="uvicorn / host log level."
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names (no port; fnmatch patterns) that requests' Host header may "
+        "name, on top of localhost, 127.0.0.1, ::1 and the bound address; ['*'] turns the "
+        "DNS-rebinding check off (e.g. behind a proxy that checks it).",
+    )
+
     sandbox: Literal["bwrap", "off"] = Field(
         default="bwrap",
         description="How hosted server processes (commands, dedicated modules, registration "
@@ -114,6 +126,11 @@ class MegaMCPSettings(BaseSettings):
         "every call); it is always re-read before a write is acknowledged.",
     )
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_level(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
     @property
     def resolved_registry_url(self) -> str:
         if self.registry_url:
@@ -140,25 +157,79 @@ class MegaMCPSettings(BaseSettings):
         return self.object_store_url or str((self.data_dir / "objects").resolve())
 
 
+# Variables under the WEFT_MEGAMCP_ prefix that are not host settings: other settings classes'
+# prefixes and the client side's (`weft-megamcp stdio`, weft-tasks' MegaMCP backend).
+_OTHER_ENV = ("WEFT_MEGAMCP_HEALTH_", "WEFT_MEGAMCP_SCREEN_")
+_CLIENT_ENV = {"WEFT_MEGAMCP_SESSION_TOKEN", "WEFT_MEGAMCP_URL"}
+DEFAULT_CONFIG = Path("megamcp.toml")
+
+
+def _check_env(environ: Mapping[str, str]) -> None:
+    """A misspelt WEFT_MEGAMCP_* variable is an error, as the same typo in TOML is."""
+    prefix = MegaMCPSettings.model_config.get("env_prefix", "")
+    known = {f"{prefix}{name}".upper() for name in MegaMCPSettings.model_fields}
+    for key in sorted(environ):
+        upper = key.upper()
+        if not upper.startswith(prefix) or upper in known or upper in _CLIENT_ENV:
+            continue
+        if upper.startswith(_OTHER_ENV):
+            continue
+        close = difflib.get_close_matches(upper, sorted(known), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise MegaMCPUserError(f"environment variable {key} is not a MegaMCP setting{hint}")
+
+
+def _one_line(exc: ValidationError, where: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "settings"
+        parts.append(f"{loc}: {err['msg']}")
+    return f"{where}: " + "; ".join(parts)
+
+
+def _read_config(config: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(Path(config).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise MegaMCPUserError(f"config {config}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise MegaMCPUserError(
+            f"config {config}: not UTF-8 (byte {exc.start}: {exc.reason})"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MegaMCPUserError(f"config {config}: not valid TOML: {exc}") from None
+    values = data.get("megamcp", data)
+    if not isinstance(values, dict):
+        raise MegaMCPUserError(f"config {config}: [megamcp] must be a table")
+    unknown = set(values) - set(MegaMCPSettings.model_fields)
+    if unknown:
+        raise MegaMCPUserError(f"config {config}: unknown setting(s) {sorted(unknown)}")
+    return values
+
+
 def load_settings(config: Path | None = None, **overrides: Any) -> MegaMCPSettings:
-    """Settings from a TOML file (top level or a [megamcp] table), then env, then `overrides`."""
-    file_values: dict[str, Any] = {}
-    if config is not None:
-        try:
-            data = tomllib.loads(Path(config).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise MegaMCPUserError(f"config {config}: cannot read: {exc.strerror}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise MegaMCPUserError(f"config {config}: not valid TOML: {exc}") from None
-        file_values = data.get("megamcp", data)
-        unknown = set(file_values) - set(MegaMCPSettings.model_fields)
-        if unknown:
-            raise MegaMCPUserError(f"config {config}: unknown setting(s) {sorted(unknown)}")
-    env = MegaMCPSettings()
+    """Settings from a TOML file (top level or a [megamcp] table), then env, then `overrides`.
+
+    Without `config`, `./megamcp.toml` is read when it exists. Every mistake (unreadable or
+    invalid file, unknown key or variable, a value out of range) raises MegaMCPUserError with
+    one line naming the setting and where it came from.
+    """
+    if config is None and DEFAULT_CONFIG.is_file():
+        config = DEFAULT_CONFIG
+    file_values = _read_config(config) if config is not None else {}
+    _check_env(os.environ)
+    try:
+        env = MegaMCPSettings()
+    except ValidationError as exc:
+        raise MegaMCPUserError(_one_line(exc, "environment (WEFT_MEGAMCP_*)")) from None
     explicit_env = env.model_dump(exclude_unset=True)
-    merged = {
-        **file_values,
-        **explicit_env,
-        **{k: v for k, v in overrides.items() if v is not None},
-    }
-    return MegaMCPSettings.model_validate(merged) if merged else env
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    if config is not None:
+        try:  # checked alone first, so an error names the file
+            MegaMCPSettings.model_validate(file_values)
+        except ValidationError as exc:
+            raise MegaMCPUserError(_one_line(exc, f"config {config}")) from None
+    try:
+        return MegaMCPSettings.model_validate({**file_values, **explicit_env, **flags})
+    except ValidationError as exc:
+        raise MegaMCPUserError(_one_line(exc, "settings")) from None

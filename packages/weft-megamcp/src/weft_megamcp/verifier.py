@@ -89,6 +89,8 @@ async def run_verifier(
                     f"registered verifier {group.verifier!r} is malformed: {exc}"
                 ) from exc
         checks = spec.checks_at(checkpoint)
+        if not checks:  # nothing to hold is no evidence of success
+            raise CheckError(f"the verifier has no checks for checkpoint {checkpoint!r}")
         bindings = {**spec.bindings, **group.bindings}
         outcomes = await asyncio.to_thread(evaluate_checks, checks, bindings, paths, frozen=frozen)
         passed = all(o.passed for o in outcomes)
@@ -152,10 +154,31 @@ async def _run_python(
                 passed=False,
                 error=f"verifier failed: {tail[0][:300]}",
             )
-        data = json.loads(out.decode().strip().splitlines()[-1])
-        outcomes = [CheckOutcome.model_validate(o) for o in data["outcomes"]]
+        try:
+            data = json.loads(out.decode().strip().splitlines()[-1])
+            outcomes = [CheckOutcome.model_validate(o) for o in data["outcomes"]]
+            reward = data.get("reward")
+            reward = None if reward is None else float(reward)
+        except (ValueError, IndexError, KeyError, TypeError, ValidationError) as exc:
+            return VerificationResult(
+                checkpoint=checkpoint,
+                outcomes=[],
+                reward=0.0,
+                passed=False,
+                error=f"verifier output is malformed: {type(exc).__name__}",
+            )
+        if not outcomes:
+            return VerificationResult(
+                checkpoint=checkpoint,
+                outcomes=[],
+                reward=0.0,
+                passed=False,
+                error=f"the verifier returned no outcomes for checkpoint {checkpoint!r}",
+            )
         passed = all(o.passed for o in outcomes)
-        reward = float(data.get("reward", 1.0 if passed else 0.0))
         return VerificationResult(
-            checkpoint=checkpoint, outcomes=outcomes, reward=reward, passed=passed
+            checkpoint=checkpoint,
+            outcomes=outcomes,
+            reward=(1.0 if passed else 0.0) if reward is None else reward,
+            passed=passed,
         )

@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.forwarding import ROUTED_HEADER, forward, read_body, relay, send_json
+from weft_megamcp.guards import guard_app, path_token
 from weft_megamcp.host import url_of, uvicorn_options
 from weft_megamcp.settings import MegaMCPSettings
 
@@ -54,7 +55,7 @@ class MasterFallback:
         headers = {
             k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
         }
-        token = bearer(headers)
+        token = bearer(headers) or path_token(path)
         if token is None or ROUTED_HEADER in headers or not self.app.core.manager.moved_away(token):
             await self.app(scope, receive, send)
             return
@@ -84,6 +85,8 @@ def worker_main(
     core.base_url = url_of(settings.host, sock.getsockname()[1])  # clients come straight here
     conn.send(sock.getsockname()[1])
     conn.close()
-    app = MasterFallback(HostASGI(core), master_url)
+    # The guard goes outside the fallback too: a hostile header must be refused before the
+    # fallback reads a token from it or forwards it to the master.
+    app = guard_app(MasterFallback(HostASGI(core), master_url), settings.allowed_hosts)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
     server.run(sockets=[sock])

@@ -11,10 +11,16 @@ import pytest
 from weft_megamcp.checkpoints import CheckpointStore
 
 
-@pytest.fixture(params=["local", "memory"])
+# The S3 runs start a server subprocess and go over HTTP: `slow` (600 s) on a loaded machine.
+@pytest.fixture(params=["local", "memory", pytest.param("s3", marks=pytest.mark.slow)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CheckpointStore]:
+    """Every store test runs on a local folder, fsspec's memory filesystem and a real S3
+    server over HTTP (moto's, see the package conftest: skipped when moto is missing)."""
     if request.param == "local":
         yield CheckpointStore(tmp_path / "objects")
+    elif request.param == "s3":
+        bucket = request.getfixturevalue("s3_bucket")
+        yield CheckpointStore(f"s3://{bucket}/checkpoints", skip_instance_cache=True)
     else:
         root = f"memory://ckpt-{uuid.uuid4().hex}"
         yield CheckpointStore(root)

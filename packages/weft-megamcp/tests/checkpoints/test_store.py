@@ -173,3 +173,29 @@ def test_reacquire_by_same_owner_bumps_generation(store: CheckpointStore) -> Non
     assert b.generation == a.generation + 1
     with pytest.raises(FencingError):
         store.check_fence(a)
+
+
+def test_killed_uploads_leave_nothing_after_a_sweep(store: CheckpointStore, tmp_path: Path) -> None:
+    """A kill -9 mid-put leaves at most temp files in a local store (an object store publishes a
+    PUT only when complete); the startup reaper sweeps old ones and spares a live writer's."""
+    import os
+    import time
+
+    lease = store.acquire("s1", "w")
+    ref = store.put(lease, make_db(tmp_path / "a.sqlite", rows=1))
+    assert ref.db_key is not None
+    assert not [k for k in store.fs.find(store.root) if "/.tmp-" in k]
+    if not store._local:
+        assert store.sweep_temporaries(0) == 0
+        return
+    gdir = Path(ref.db_key).parent
+    old = [gdir / ".tmp-deadbeef", Path(store.root) / "s1" / "scratch" / ".snap-x.sqlite"]
+    for p in old:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"half an upload")
+        os.utime(p, (time.time() - 7200, time.time() - 7200))
+    young = gdir / ".tmp-live"
+    young.write_bytes(b"being written")
+    assert store.sweep_temporaries(3600) == 2
+    assert not any(p.exists() for p in old) and young.exists()
+    assert store.latest("s1") == ref

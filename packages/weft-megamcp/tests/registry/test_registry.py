@@ -12,10 +12,17 @@ from weft_megamcp.objectstore import ObjectStore
 from weft_megamcp.registry import MCPKind, Registry
 
 
-@pytest.fixture
-def registry(tmp_path: Path) -> Registry:
+# The PostgreSQL runs start a server (initdb + postgres): `slow` (600 s) on a loaded machine.
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def registry(request: pytest.FixtureRequest, tmp_path: Path) -> Registry:
+    """Every registry test runs on SQLite and on a real PostgreSQL server (see conftest)."""
     store = ObjectStore(str(tmp_path / "objects"), tmp_path / "cache")
-    reg = Registry(f"sqlite:///{tmp_path / 'reg.sqlite'}", store, tmp_path / "modules")
+    url = (
+        f"sqlite:///{tmp_path / 'reg.sqlite'}"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    reg = Registry(url, store, tmp_path / "modules")
     yield reg
     reg.close()
 
@@ -159,3 +166,38 @@ async def test_a_bundle_version_is_keyed_by_content_not_manifest_bytes(
     assert (await registry.register(bundle_dir)).version == v1.version == 1
     manifest.model_copy(update={"description": "other"}).save(path)
     assert (await registry.register(bundle_dir)).version == 2
+
+
+async def test_out_of_range_versions_are_not_found(registry: Registry, bundle_dir: Path):
+    await registry.register(bundle_dir)
+    for version in (0, -1, 2**31, 10**30):  # PostgreSQL's integer column overflows past 2**31-1
+        with pytest.raises(NotFoundError, match="not registered"):
+            registry.get("notes_crm", version)
+
+
+@pytest.mark.slow
+async def test_two_hosts_registering_at_once_agree(
+    postgres_url: str, bundle_dir: Path, tmp_path: Path
+):
+    """Two registries (two hosts) on one PostgreSQL database register the same content and a
+    changed copy concurrently: one version per content, numbered without gaps or clashes."""
+    import asyncio
+    import shutil
+
+    store = ObjectStore(str(tmp_path / "objects"), tmp_path / "cache")
+    a = Registry(postgres_url, store, tmp_path / "modules-a")
+    b = Registry(postgres_url, store, tmp_path / "modules-b")
+    changed = tmp_path / "changed"
+    shutil.copytree(bundle_dir, changed)
+    server = changed / "server.py"
+    server.write_text(server.read_text() + "\n# changed\n")
+    try:
+        recs = await asyncio.gather(
+            a.register(bundle_dir), b.register(bundle_dir), a.register(changed)
+        )
+        by_hash = {r.source_hash: r.version for r in recs}
+        assert len(by_hash) == 2 and sorted(by_hash.values()) == [1, 2]
+        assert [r.version for r in b.versions("notes_crm")] == [1, 2]
+    finally:
+        a.close()
+        b.close()

@@ -189,7 +189,10 @@ class CheckpointStore:
                 self.fs.pipe_file(path, data, mode="create")
             except FileExistsError:
                 return False
-        # Stores whose "create" is only check-then-write: the read-back says who won.
+        # Stores whose "create" is only check-then-write: the read-back says who won. s3fs
+        # answers a read from a parent listing it cached before this object existed (another
+        # thread listed the leases meanwhile): "not found" for what was just written.
+        self.fs.invalidate_cache(path)
         return bool(self.fs.cat_file(path) == data)
 
     def _read_json(self, path: str) -> dict[str, Any] | None:
@@ -341,10 +344,18 @@ class CheckpointStore:
                 self.fs.makedirs(gdir, exist_ok=True)
                 if consume and self._local:
                     os.replace(db_path, ref.db_key)  # same filesystem: see scratch_path
-                else:
+                elif self._local:
                     tmp = f"{gdir}/.tmp-{uuid.uuid4().hex}"
-                    self.fs.put_file(str(db_path), tmp)
-                    self.fs.mv(tmp, ref.db_key)
+                    try:
+                        self.fs.put_file(str(db_path), tmp)
+                        self.fs.mv(tmp, ref.db_key)
+                    finally:
+                        Path(tmp).unlink(missing_ok=True)
+                else:
+                    # An object store publishes a PUT (multipart included) only when it
+                    # completes, so a killed upload leaves no object behind: no temp key
+                    # (which a kill between upload and rename would strand) is needed.
+                    self.fs.put_file(str(db_path), ref.db_key)
         reuse = unchanged_workspace_of
         if workspace is not None and reuse is not None and reuse.workspace_key is not None:
             ref.workspace_key, ref.workspace_sha256 = reuse.workspace_key, reuse.workspace_sha256
@@ -433,6 +444,26 @@ class CheckpointStore:
         self._write_atomic(
             f"{self._session_dir(lease.session_id)}/STATUS.json", status.model_dump_json().encode()
         )
+
+    def sweep_temporaries(self, older_than_s: float = 3600.0) -> int:
+        """Remove the temp files a killed process left in a local store (`.tmp-*` uploads,
+        `scratch/.snap-*` snapshots) older than `older_than_s`; returns how many. Object
+        stores never hold any (see `put`). Young files may belong to a live writer."""
+        if not self._local:
+            return 0
+        import time
+
+        cutoff = time.time() - older_than_s
+        removed = 0
+        for pattern in ("*/g*/.tmp-*", "*/leases/.tmp-*", "*/.tmp-*", "*/scratch/.snap-*"):
+            for path in Path(self.root).glob(pattern):
+                try:
+                    if path.is_file() and path.stat().st_mtime < cutoff:
+                        path.unlink()
+                        removed += 1
+                except OSError:
+                    continue
+        return removed
 
     def sessions(self) -> list[str]:
         return sorted(n for n in self._list_names(self.root) if _SESSION_RE.match(n))

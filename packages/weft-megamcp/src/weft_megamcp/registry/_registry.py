@@ -9,14 +9,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import Engine, desc, event, func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, create_engine, select
 
 from weft_core._hashing import canonical_json, sha256_text
-from weft_core.models import slugify
+from weft_core.models import Verifier, slugify
 from weft_megamcp._probe import run_probe, tool_specs
-from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError, RegistrationError
+from weft_megamcp.exceptions import (
+    MegaMCPUserError,
+    NotFoundError,
+    RegistrationError,
+)
 from weft_megamcp.objectstore import ObjectStore, file_sha256
 from weft_megamcp.registry._records import (
     METADATA,
@@ -59,6 +64,25 @@ def make_engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+_MAX_VERSION = 2**31 - 1
+
+
+def check_verifier_content(content: bytes) -> Verifier:
+    """A 'checks' verifier as stored: a weft-core Verifier with at least one check (one with
+    none would pass every run). RegistrationError, one line, otherwise."""
+    try:
+        verifier = Verifier.model_validate_json(content)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "content"
+        raise RegistrationError(
+            f"checks verifier is malformed ({exc.error_count()} error(s)); {loc}: {first['msg']}"
+        ) from None
+    if not any(verifier.checkpoints.values()):
+        raise RegistrationError("checks verifier has no checks: it would pass every run")
+    return verifier
 
 
 class Registry:
@@ -233,6 +257,9 @@ class Registry:
             return int(current or 0) + 1
 
     def get(self, mcp_id: str, version: int | None = None) -> MCPRecord:
+        if version is not None and not 1 <= version <= _MAX_VERSION:
+            # Outside what the DB column holds: no such version (not an overflow in the driver).
+            raise NotFoundError(f"MCP {mcp_id!r} version {str(version)[:20]} is not registered")
         with Session(self.engine) as s:
             q = select(MCPVersionRow).where(MCPVersionRow.mcp_id == mcp_id)
             q = (
@@ -348,6 +375,8 @@ class Registry:
     def put_verifier(self, kind: str, content: bytes) -> VerifierRecord:
         if kind not in ("checks", "python"):
             raise RegistrationError(f"verifier kind must be 'checks' or 'python', not {kind!r}")
+        if kind == "checks":
+            check_verifier_content(content)
         sha = self.store.put_bytes(content)
         with Session(self.engine) as s:
             row = s.get(VerifierRow, sha)
