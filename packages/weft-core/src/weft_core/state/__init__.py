@@ -6,6 +6,7 @@ field-level old/new) and deletes per table, and added/modified/removed files per
 
 from weft_core.state._db import DBState, StateError, TableSchema, capture_db
 from weft_core.state._diff import FieldChange, RowUpdate, StateDiff, TableDiff, diff_db
+from weft_core.state._sqlite_diff import diff_sqlite
 from weft_core.state._workspace import (
     FileChange,
     FileState,
@@ -30,5 +31,6 @@ __all__ = [
     "capture_db",
     "capture_workspace",
     "diff_db",
+    "diff_sqlite",
     "diff_workspace",
 ]
