@@ -9,6 +9,7 @@ from pydantic import Field
 from weft_core.models._base import Artifact, WeftModel
 from weft_core.models.check import EvaluationResult
 from weft_core.models.ledger import LedgerEntry
+from weft_core.state._checkpoint import CheckpointDiff
 
 
 class ToolCallFunction(WeftModel):
@@ -68,6 +69,11 @@ class TurnSegment(WeftModel):
     tokens: int = Field(
         default=0, description="Completion tokens spent on this turn, all attempts."
     )
+    state_diff: CheckpointDiff | None = Field(
+        default=None,
+        description="Rows and files the turn inserted / updated / deleted, per MCP, as MegaMCP "
+        "diffed them at the turn's checkpoint (Trace schema 2; None in older traces).",
+    )
 
 
 class CapturedCall(WeftModel):
@@ -113,13 +119,21 @@ class CapturedCall(WeftModel):
 
 class Trace(Artifact):
     """One rollout. Its content hash leaves out the ledger's clock fields (`started_at`,
-    `duration_ms`): the same episode replayed later is the same trace."""
+    `duration_ms`): the same episode replayed later is the same trace.
 
+    Schema 2 added `TurnSegment.state_diff`; a schema-1 trace loads unchanged, with its hash.
+    """
+
+    SCHEMA_VERSION: ClassVar[int] = 2
+    OMIT_ITEM_FIELDS_WHEN_UNSET: ClassVar[dict[str, frozenset[str]]] = {
+        "segments": frozenset({"state_diff"})
+    }
     CLOCK_FIELDS: ClassVar[dict[str, Any]] = {
         "ledger": {"__all__": {"started_at": True, "duration_ms": True}}
     }
     OMIT_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset({"task_hash"})
 
+    schema_version: int = Field(default=2, description="Format version of this artifact class.")
     id: str
     task_id: str
     task_hash: str | None = Field(

@@ -4,6 +4,7 @@ Captures open databases read-only and never modify them; diffs summarize inserts
 field-level old/new) and deletes per table, and added/modified/removed files per workspace.
 """
 
+from weft_core.state._checkpoint import INITIAL, CheckpointDiff, SessionChanges
 from weft_core.state._db import DBState, StateError, TableSchema, capture_db
 from weft_core.state._diff import FieldChange, RowUpdate, StateDiff, TableDiff, diff_db
 from weft_core.state._sqlite_diff import diff_sqlite
@@ -17,11 +18,14 @@ from weft_core.state._workspace import (
 )
 
 __all__ = [
+    "INITIAL",
+    "CheckpointDiff",
     "DBState",
     "FieldChange",
     "FileChange",
     "FileState",
     "RowUpdate",
+    "SessionChanges",
     "StateDiff",
     "StateError",
     "TableDiff",

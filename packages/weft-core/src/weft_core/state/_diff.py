@@ -7,7 +7,7 @@ from typing import Any
 from deepdiff import DeepDiff
 from pydantic import Field
 
-from weft_core.models._base import WeftModel
+from weft_core._model import WeftModel
 from weft_core.state._db import DBState
 
 
