@@ -29,6 +29,13 @@ from fastmcp.tools.base import Tool, ToolResult
 from pydantic import ValidationError as PydanticValidationError
 
 from weft_core.models import FINAL_CHECKPOINT, ErrorKind, LedgerEntry
+from weft_core.state import (
+    INITIAL,
+    CheckpointDiff,
+    StateCaptureError,
+    StateError,
+    WorkspaceState,
+)
 from weft_megamcp._session import (
     DB_NAME,
     GROUP_FILE,
@@ -38,6 +45,7 @@ from weft_megamcp._session import (
     HostedSession,
     token_sha,
 )
+from weft_megamcp.checkpoint_diff import CHECKPOINT_FILES, capture_files, checkpoint_diff
 from weft_megamcp.exceptions import AuthError, GroupStateError, MegaMCPUserError, NotFoundError
 from weft_megamcp.models import (
     CreateGroupRequest,
@@ -65,9 +73,10 @@ def _new_id(prefix: str) -> str:
 
 
 def _copy_state(src: Path, dst: Path) -> None:
-    """Copy a session's DB, workspace and ledger from folder `src` to folder `dst` (plain copies)."""
+    """Copy a session's DB, workspace, ledger and checkpoint-diff baselines from folder `src` to
+    folder `dst` (plain copies)."""
     dst.mkdir(parents=True, exist_ok=True)
-    for name in (DB_NAME, DB_NAME + "-wal", LEDGER_NAME):
+    for name in (DB_NAME, DB_NAME + "-wal", LEDGER_NAME, *CHECKPOINT_FILES):
         if (src / name).exists():
             shutil.copyfile(src / name, dst / name)
         else:
@@ -98,6 +107,7 @@ class GroupManager:
         token_ttl_s: float = 24 * 3600.0,
         call_timeout_s: float = 60.0,
         sanitizer: Sanitizer | None = None,
+        diff_max_rows: int = 200,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.groups_dir = self.data_dir / "groups"
@@ -108,6 +118,7 @@ class GroupManager:
         self.registry = registry
         self.token_ttl_s = token_ttl_s
         self.call_timeout_s = call_timeout_s
+        self.diff_max_rows = diff_max_rows
         self.sanitizer = sanitizer or Sanitizer()
         self.sanitizer.add_secret(str(self.data_dir))
         self.modules = ModuleRuntime(registry)
@@ -703,17 +714,57 @@ class GroupManager:
     async def checkpoint_verify(
         self, group_id: str, checkpoint: str, *, timeout_s: float = 120.0
     ) -> VerificationResult:
-        """Run one checkpoint's checks on a consistent copy of the live state; the group goes on."""
+        """Run one checkpoint's checks on a consistent copy of the live state; the group goes on.
+        With the diff on (`diff_max_rows` > 0) the result carries the rows and files changed
+        since the previous checkpoint (see `checkpoint_diff`)."""
         group = self.get(group_id)
         self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
         await self._ensure_loaded(group)
         with tempfile.TemporaryDirectory(prefix="megamcp-ckpt-", dir=self.data_dir) as tmp:
             copies: dict[str, Path] = {}
-            async with await self._quiesce(group):
-                for m, s in group.sessions.items():
-                    if s.db_path.exists():
-                        copies[m] = Path(tmp) / f"{m}.sqlite"
-                        shutil.copyfile(s.db_path, copies[m])
-            return await run_verifier(
-                group, self.registry, checkpoint, copies, frozen=True, timeout_s=timeout_s
+            files: dict[str, WorkspaceState] = {}
+            async with group.checkpoint_lock:
+                async with await self._quiesce(group):
+                    for m, s in group.sessions.items():
+                        if s.db_path.exists():
+                            copies[m] = Path(tmp) / f"{m}.sqlite"
+                            shutil.copyfile(s.db_path, copies[m])
+                        if self.diff_max_rows > 0:
+                            files[m] = await asyncio.to_thread(capture_files, s)
+                result = await run_verifier(
+                    group, self.registry, checkpoint, copies, frozen=True, timeout_s=timeout_s
+                )
+                if self.diff_max_rows <= 0:
+                    return result
+                return result.model_copy(
+                    update={"state_diff": await self._state_diff(group, checkpoint, copies, files)}
+                )
+
+    async def _state_diff(
+        self,
+        group: HostedGroup,
+        checkpoint: str,
+        copies: dict[str, Path],
+        files: dict[str, WorkspaceState],
+    ) -> CheckpointDiff:
+        initial = {
+            m: self.registry.snapshot_file(s.initial_uri)[0] if s.initial_uri else None
+            for m, s in group.sessions.items()
+        }
+        try:
+            return await asyncio.to_thread(
+                checkpoint_diff,
+                group.sessions,
+                checkpoint,
+                copies,
+                files,
+                initial,
+                max_rows=self.diff_max_rows,
+            )
+        except (StateError, StateCaptureError, OSError) as exc:
+            log.warning("group %s: no state diff at %s: %s", group.group_id, checkpoint, exc)
+            return CheckpointDiff(
+                since=INITIAL,
+                max_rows=self.diff_max_rows,
+                error=self.sanitizer.text(f"{type(exc).__name__}: {exc}"),
             )

@@ -5,7 +5,7 @@ field-level old/new) and deletes per table, and added/modified/removed files per
 """
 
 from weft_core.state._checkpoint import INITIAL, CheckpointDiff, SessionChanges
-from weft_core.state._db import DBState, StateError, TableSchema, capture_db
+from weft_core.state._db import DBState, StateCaptureError, StateError, TableSchema, capture_db
 from weft_core.state._diff import FieldChange, RowUpdate, StateDiff, TableDiff, diff_db
 from weft_core.state._sqlite_diff import diff_sqlite
 from weft_core.state._workspace import (
@@ -26,6 +26,7 @@ __all__ = [
     "FileState",
     "RowUpdate",
     "SessionChanges",
+    "StateCaptureError",
     "StateDiff",
     "StateError",
     "TableDiff",
