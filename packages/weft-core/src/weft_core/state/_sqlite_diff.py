@@ -17,6 +17,7 @@ from typing import Any
 
 from weft_core.state._db import (
     StateCaptureError,
+    StateError,
     _connect,
     _primary_key,
     _quote,
@@ -167,9 +168,15 @@ def diff_sqlite(
         if before is None:
             conn.execute("ATTACH DATABASE ':memory:' AS b")
         else:
-            before_conn = _connect(Path(before), immutable=False)  # same checks and errors
-            before_conn.close()
-            conn.execute("ATTACH DATABASE ? AS b", (Path(before).resolve().as_uri() + "?mode=ro",))
+            before_path = Path(before)
+            if not before_path.is_file():
+                raise StateError(f"{before_path}: no such SQLite file")
+            uri = before_path.resolve().as_uri() + "?mode=ro"
+            try:
+                conn.execute("ATTACH DATABASE ? AS b", (uri,))
+                conn.execute("SELECT count(*) FROM b.sqlite_master").fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise StateError(f"{before_path}: not a readable SQLite database ({exc})") from None
         conn.execute("BEGIN")
         after_tables = set(_user_tables(conn))
         before_tables = {
