@@ -25,7 +25,7 @@ async def test_each_checkpoint_diffs_against_the_previous_one(
     client: MegaMCPClient, notes: MCPRecord
 ) -> None:
     m = notes.mcp_id
-    group = await client.create_group([m], verifier=_verifier("n1", "n2", "n3"))
+    group = await client.create_group([m], verifier=_verifier("n1", "n2", "n3", "n4"))
 
     first = await client.checkpoint_verify(group, "n1")
     assert first.passed and first.state_diff is not None
@@ -57,6 +57,16 @@ async def test_each_checkpoint_diffs_against_the_previous_one(
     assert list(contact.deletes) == ["2"] and contact.deletes["2"]["name"] == "Alan Turing"
     assert not contact.inserts and not contact.updates  # n2's changes are not n3's
     assert third.mcps[m].files.added["done.txt"].text == "ok"
+
+    # A turn without writes diffs to nothing (without diffing); writing after it, then
+    # verifying the same checkpoint, still diffs from n3.
+    quiet = (await client.checkpoint_verify(group, "n4")).state_diff
+    assert quiet is not None and quiet.since == "n3" and quiet.empty
+    await client.call_tool(group, m, "add_contact", {"name": "Hedy", "email": "h@x.y"})
+    late = (await client.checkpoint_verify(group, "n4")).state_diff
+    assert late is not None and late.since == "n3"
+    assert [r["name"] for r in late.mcps[m].db.tables["contact"].inserts.values()] == ["Hedy"]
+    assert not late.mcps[m].files.added  # done.txt was n3's
     await client.close(group)
 
 

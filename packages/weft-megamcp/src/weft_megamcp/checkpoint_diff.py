@@ -11,7 +11,9 @@ mark naming them. Verifying checkpoint C diffs the state now against:
   since the previous node passed, not only its own call;
 - the initial snapshot before any checkpoint (`since="initial"`).
 
-The DB copy the verifier just read becomes the new `checkpoint-last.sqlite` (a rename, no extra
+A session whose state version has not moved since the last checkpoint (in a multi-MCP turn,
+every MCP the turn did not write) gets an empty diff without diffing. The DB copy the verifier
+just read becomes the new `checkpoint-last.sqlite` (a rename, no extra
 copy); the diff itself runs in SQL (`weft_core.state.diff_sqlite`). The files travel with
 snapshot / restore / fork (`_copy_state`), so a restored group diffs against the checkpoint
 state it was snapshotted with; a group reloaded after eviction has none and diffs from initial.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -64,7 +67,7 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _mark(root: Path) -> dict[str, str] | None:
+def _mark(root: Path) -> dict[str, object] | None:
     try:
         data = json.loads((root / MARK).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
@@ -100,13 +103,27 @@ def session_changes(
     is moved in as the new last-checkpoint DB. `max_rows` caps the rows kept."""
     root = session.root
     mark = _mark(root)
+    unchanged = False
     if mark is None:
         since = INITIAL
     elif mark.get("last") == checkpoint:
-        since = mark.get("since", INITIAL)
+        since = str(mark.get("since", INITIAL))
     else:
         _rotate(root)
-        since = mark.get("last", INITIAL)
+        since = str(mark.get("last", INITIAL))
+        # No write since the last checkpoint (most sessions of a multi-MCP turn): nothing to
+        # diff, and the base's files are also the last state's.
+        unchanged = mark.get("state_version") == session.state_version
+    mark_text = json.dumps(
+        {"last": checkpoint, "since": since, "state_version": session.state_version}
+    )
+    if unchanged:
+        if db_copy is not None:
+            os.replace(db_copy, root / LAST_DB)
+        if (root / BASE_FILES).exists():
+            shutil.copyfile(root / BASE_FILES, root / LAST_FILES)
+        _write(root / MARK, mark_text)
+        return since, SessionChanges()
     base_db = initial_db if since == INITIAL else root / BASE_DB
     if base_db is not None and not base_db.exists():
         base_db = None  # the session had no DB at its base
@@ -120,7 +137,7 @@ def session_changes(
     _write(root / LAST_FILES, files.model_dump_json())
     # Written last: a crash before it leaves the previous mark, and the next verification
     # rotates again from whatever last state exists.
-    _write(root / MARK, json.dumps({"last": checkpoint, "since": since}))
+    _write(root / MARK, mark_text)
     return since, SessionChanges(db=db, files=diff_workspace(base_files, files))
 
 
