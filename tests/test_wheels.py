@@ -18,6 +18,7 @@ PACKAGES = [
     "weft-tasks",
     "weft-evolve",
     "weft-train",
+    "weft-toolspace",
     "weft-rl",  # the umbrella (command `weft`): "weft" on PyPI is another project
 ]
 

@@ -59,7 +59,7 @@ async def evaluate(
         "checkpoint_pass_rate": sum(checkpoints) / len(checkpoints) if checkpoints else 0.0,
         "task_success": sum(bool(t.final and t.final.passed) for t in traces) / len(traces),
         "tito_calls": sum(len(t.model_calls) for t in traces),
-        "errors": sum(1 for t in traces if t.error and t.error.startswith("infrastructure")),
+        "errors": sum(1 for t in traces if t.failed_on_infrastructure),
     }
 
 

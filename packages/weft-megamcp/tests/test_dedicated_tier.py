@@ -47,3 +47,17 @@ async def test_stdio_command_server(client: MegaMCPClient):
     await client.call_tool(a, rec.mcp_id, "note", {"name": "x.txt", "text": "changed"})
     await client.restore(a, snap)
     assert (await client.call_tool(a, rec.mcp_id, "read", {"name": "x.txt"})).text == "from a"
+
+
+def test_command_placeholders_expand_to_the_session_paths(tmp_path: Path):
+    from weft_megamcp.stdio_transport import command_transport
+
+    ws, db = tmp_path / "ws", tmp_path / "s.sqlite"
+    t = command_transport(
+        ["srv", "--db-path", "${WEFT_DB_PATH}", "--root=${WEFT_WORKSPACE}/x"],
+        {"MEMORY_FILE_PATH": "${WEFT_WORKSPACE}/memory.jsonl"},
+        ws,
+        db,
+    )
+    assert t.args == ["--db-path", str(db), f"--root={ws}/x"]
+    assert t.env is not None and t.env["MEMORY_FILE_PATH"] == f"{ws}/memory.jsonl"

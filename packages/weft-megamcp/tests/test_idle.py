@@ -76,3 +76,44 @@ async def test_long_idle_group_is_evicted_then_reloaded(tmp_path, bundle_dir):
         async with group.reload_lock:  # the eviction that published EVICTED has finished
             assert not group.sessions[rec.mcp_id].db_path.exists()
         assert "Evicted" in (await client.call_tool(g, rec.mcp_id, "list_contacts")).text
+
+
+class _GatedRelease:
+    """The module runtime, except that `release` waits on a gate: a transition is parked
+    mid-quiesce with the session locks held, where the host's stop may cancel it."""
+
+    def __init__(self, real: object) -> None:
+        self.real = real
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    async def release(self, session: object) -> None:
+        self.entered.set()
+        await self.gate.wait()
+
+
+async def test_cancelled_transition_gives_back_the_session_locks(host, group):
+    # The host's stop cancels the idle loop; an offload cancelled while it held the session
+    # locks used to keep them, and the stop's own quiesce then waited for them forever.
+    assert host.core is not None
+    manager = host.core.manager
+    hosted = manager.get(group.group_id)
+    gated = _GatedRelease(manager.modules)
+    manager.modules = gated
+    try:
+        offload = asyncio.create_task(manager.offload(group.group_id))
+        await asyncio.wait_for(gated.entered.wait(), 30)
+        assert all(s.lock.locked() for s in hosted.sessions.values())
+        offload.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await offload
+    finally:
+        manager.modules = gated.real
+    leaked = [s for s in hosted.sessions.values() if s.lock.locked()]
+    for s in leaked:  # so that a regression fails here instead of hanging the host's stop
+        s.lock.release()
+    assert not leaked, "a cancelled offload kept session locks"
+    assert not hosted.reload_lock.locked()

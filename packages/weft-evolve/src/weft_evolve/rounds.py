@@ -53,7 +53,7 @@ from weft_evolve.revision.verifier import revise_verifier
 from weft_evolve.settings import EvolveSettings
 from weft_evolve.verifier.generate import accept_reference
 from weft_evolve.verifier.store import VerifierStore
-from weft_tasks.rollout import INFRA_PREFIX, RolloutSettings, plan_rollouts, run_rollouts
+from weft_tasks.rollout import RolloutSettings, plan_rollouts, run_rollouts
 
 
 @dataclass
@@ -136,7 +136,7 @@ async def replays_for(
 def _stats(n: int, traces: list[Trace]) -> RoundStats:
     s = RoundStats(round=n)
     for t in traces:
-        if (t.error or "").startswith(INFRA_PREFIX):
+        if t.failed_on_infrastructure:
             continue
         s.rollouts += 1
         calls = len(t.ledger)

@@ -172,8 +172,8 @@ class SessionRecovery:
     async def release(self, group_id: str) -> None:
         """Hand a group over: make every write durable, stop its checkpointers, drop it here."""
         group = self.manager.get(group_id)
-        await self.manager._ensure_loaded(group)
-        async with await self.manager._quiesce(group):
+        await self.manager.ensure_loaded(group)
+        async with self.manager.quiesced(group):
             for s in group.sessions.values():
                 await self._settle(s.session_id)
                 if s.state_version > 0:

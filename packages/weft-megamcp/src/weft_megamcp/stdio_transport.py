@@ -15,16 +15,29 @@ from fastmcp.client.transports import StdioTransport
 
 _SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
 
+# Placeholders a registered command may use in its argv and env values. Third-party servers take
+# their state location as a flag or variable (`--db-path`, `MEMORY_FILE_PATH`) and some resolve a
+# relative one against their install folder, which every session would then share.
+WORKSPACE_PLACEHOLDER = "${WEFT_WORKSPACE}"
+DB_PATH_PLACEHOLDER = "${WEFT_DB_PATH}"
+
+
+def expand_placeholders(value: str, cwd: Path, db: Path | None) -> str:
+    """`${WEFT_WORKSPACE}` and `${WEFT_DB_PATH}` replaced by the session's absolute paths."""
+    value = value.replace(WORKSPACE_PLACEHOLDER, str(cwd))
+    return value.replace(DB_PATH_PLACEHOLDER, str(db if db is not None else cwd / "state.sqlite"))
+
 
 def command_transport(
     argv: list[str], env: dict[str, str], cwd: Path, db: Path | None
 ) -> StdioTransport:
     # Only a minimal environment reaches third-party servers: no host credentials.
     base = {k: os.environ[k] for k in _SAFE_ENV if k in os.environ}
-    base.update(env)
+    base.update({k: expand_placeholders(v, cwd, db) for k, v in env.items()})
     base["WEFT_WORKSPACE"] = str(cwd)
     if db is not None:
         base["WEFT_DB_PATH"] = str(db)
+    argv = [expand_placeholders(a, cwd, db) for a in argv]
     return StdioTransport(
         command=argv[0],
         args=argv[1:],

@@ -134,6 +134,6 @@ async def test_an_unreachable_model_is_an_infrastructure_failure(megamcp, name):
         trace = await run_rollout(
             plan, client, harness, settings=RolloutSettings(max_infra_retries=0), gateway=gateway
         )
-    assert trace.error is not None and trace.error.startswith("infrastructure: ")
+    assert trace.failed_on_infrastructure and trace.error is not None
     assert "HarnessInfrastructureError" in trace.error
     assert trace.ledger == [] and trace.final is None

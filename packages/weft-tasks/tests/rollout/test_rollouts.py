@@ -3,11 +3,10 @@ import json
 import pytest
 from langchain_core.messages import AIMessage
 
-from weft_core.models import Disclosure, ViewMode
+from weft_core.models import Disclosure, FailureKind, ViewMode
 from weft_core.testing import tool_call_message
 from weft_tasks.harness import ReActHarness, ReferenceChainTeacher
 from weft_tasks.rollout import (
-    INFRA_PREFIX,
     RolloutSettings,
     TraceSink,
     plan_rollouts,
@@ -203,7 +202,8 @@ async def test_infrastructure_failures_are_retried_not_counted_as_policy_failure
     failed = await run_rollout(
         _plan(graph), always_dead, ReferenceChainTeacher(), settings=settings
     )
-    assert failed.error.startswith(INFRA_PREFIX)
+    assert failed.failed_on_infrastructure
+    assert [f.kind for f in failed.failures] == [FailureKind.INFRASTRUCTURE]
     stats = rollout_stats([failed])[0]
     assert stats.infrastructure_failed == 1 and stats.checkpoints == 0 and stats.tasks_passed == 0
 
@@ -294,7 +294,8 @@ async def test_a_task_on_an_unregistered_mcp_fails_alone_and_the_batch_goes_on(m
     )
     by_task = {t.task_id: t for t in report.traces}
     assert "no_such_mcp" in by_task["broken"].error
-    assert not by_task["broken"].error.startswith(INFRA_PREFIX)  # an input error, not retried
+    assert not by_task["broken"].failed_on_infrastructure  # an input error, not retried
+    assert by_task["broken"].failures[0].kind is FailureKind.ROLLOUT
     assert by_task["broken"].infrastructure_retries == 0
     assert by_task[graph.id].error is None and by_task[graph.id].final.passed
 

@@ -17,6 +17,7 @@ from weft_core.models import (
     ToolCall,
     ToolCallFunction,
     Trace,
+    TraceFailure,
     TurnSegment,
 )
 
@@ -71,7 +72,7 @@ def trace(
     verifier: tuple[bool, bool],
     *,
     reply: str | None = "Ann is now a VIP customer.",
-    error: str | None = None,
+    failures: list[TraceFailure] | None = None,
 ) -> Trace:
     """`calls`: (tool, arguments, mutated); `verifier`: the checkpoint outcomes of n1 and n2."""
     messages = [ChatMessage(role="user", content="Please make Ann (ann@ex.com) a VIP.")]
@@ -121,7 +122,7 @@ def trace(
         messages=messages,
         ledger=ledger,
         segments=segments,
-        error=error,
+        failures=failures or [],
     )
 
 

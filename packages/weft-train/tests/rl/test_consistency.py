@@ -3,6 +3,7 @@ import json
 import pytest
 from langchain_core.messages import BaseMessage
 
+from weft_core.models import FailureKind, TraceFailure
 from weft_core.testing import ScriptedChatModel
 from weft_train.rl.consistency import (
     ConsistencySettings,
@@ -13,6 +14,8 @@ from weft_train.rl.consistency import (
 from weft_train.rl.judges import LLMRubricJudge, ProgrammaticRubricJudge
 
 from ._fixtures import FULL, HALF, crm_task, pilots, trace
+
+INFRA_DOWN = TraceFailure(kind=FailureKind.INFRASTRUCTURE, message="ConnectError: refused")
 
 # One judge call at a time, so scripted replies map to pilots in order.
 SETTINGS = ConsistencySettings(min_pearson=0.6, min_spearman=0.6, min_scored=4, concurrency=1)
@@ -84,7 +87,7 @@ async def test_constant_scores_and_missing_pilots_are_not_kept() -> None:
 
 
 async def test_infrastructure_failures_are_excluded_not_scored_low() -> None:
-    traces = [*pilots(True), trace("x", [], (False, False), error="infrastructure: ConnectError")]
+    traces = [*pilots(True), trace("x", [], (False, False), failures=[INFRA_DOWN])]
     report = await filter_tasks(
         [crm_task("good")], {"good": traces}, ProgrammaticRubricJudge(), SETTINGS
     )

@@ -103,7 +103,7 @@ def verify_traces(path: Path) -> int:
     reference resolves and every hash is re-checked (`weft.verify`)."""
     from weft.errors import ConfigError as _ConfigError
     from weft_core.console import summary_table
-    from weft_tasks.rollout import INFRA_PREFIX, TraceSink, trace_ledger_problems
+    from weft_tasks.rollout import TraceSink, trace_ledger_problems
 
     corpus_ok = True
     if path.is_dir():
@@ -133,11 +133,7 @@ def verify_traces(path: Path) -> int:
     rows = []
     bad = len(problems)
     for t in traces:
-        issues = (
-            []
-            if (t.error or "").startswith(INFRA_PREFIX)
-            else trace_ledger_problems(t.messages, t.ledger)
-        )
+        issues = [] if t.failed_on_infrastructure else trace_ledger_problems(t.messages, t.ledger)
         verified = t.final is not None and all(s.outcome is not None for s in t.segments)
         if issues or not verified:
             bad += 1

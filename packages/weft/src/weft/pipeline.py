@@ -637,7 +637,7 @@ async def run_pipeline(
     model can be repeated (everything but the model's outputs is deterministic anyway)."""
     from weft_core.llm import RecordingChatModel, ReplayChatModel, make_chat_model
     from weft_core.refs import corpus_ref, mark_corpus_root
-    from weft_tasks.rollout import INFRA_PREFIX, rollout_stats, trace_ledger_problems
+    from weft_tasks.rollout import rollout_stats, trace_ledger_problems
 
     t0 = time.perf_counter()
     model = (model if model is not None else config.pipeline.model) or None
@@ -726,14 +726,13 @@ async def run_pipeline(
     summary.traces_path = corpus_ref(traces_path, out)
     summary.traces = len(traces)
     for t in traces:
-        if (t.error or "").startswith(INFRA_PREFIX):
+        if t.failed_on_infrastructure:
             continue
         problems = trace_ledger_problems(t.messages, t.ledger)
         if t.final is not None and not problems:
             summary.traces_verified += 1
         summary.trace_problems += [f"{t.id}: {p}" for p in problems]
-        if t.error:
-            summary.trace_problems.append(f"{t.id}: {t.error}")
+        summary.trace_problems += [f"{t.id}: {f}" for f in t.failures]
     from weft_tasks.gateway import capture_stats
 
     summary.model_calls = capture_stats(traces)

@@ -19,6 +19,7 @@ from weft_core.models import (
     CheckOutcome,
     EntityBinding,
     EvaluationResult,
+    FailureKind,
     LedgerEntry,
     ReferenceCall,
     TaskEdge,
@@ -28,6 +29,7 @@ from weft_core.models import (
     ToolCall,
     ToolCallFunction,
     Trace,
+    TraceFailure,
     TurnSegment,
 )
 from weft_core.models.check import FieldEquals, ReturnContains
@@ -281,7 +283,9 @@ def write_run(root: Path) -> Path:
         view="simuser/vague",
         harness="react",
         model=POLICY_MODEL,
-        error="infrastructure: ServerCrash: helpdesk died",
+        failures=[
+            TraceFailure(kind=FailureKind.INFRASTRUCTURE, message="ServerCrash: helpdesk died")
+        ],
     )
     lines = [
         _trace("r-teacher", "teacher", "reference-chain", root / "dbs", fail_n2=False),

@@ -51,10 +51,12 @@ from weft_core.models.task import (
 )
 from weft_core.models.trace import (
     ChatMessage,
+    FailureKind,
     ModelCall,
     ToolCall,
     ToolCallFunction,
     Trace,
+    TraceFailure,
     TurnSegment,
 )
 from weft_core.models.verifier import FINAL_CHECKPOINT, Verifier
@@ -84,6 +86,7 @@ __all__ = [
     "ErrorCase",
     "ErrorKind",
     "EvaluationResult",
+    "FailureKind",
     "FieldEquals",
     "LedgerEntry",
     "MCPSpec",
@@ -111,6 +114,7 @@ __all__ = [
     "ToolContract",
     "ToolSpec",
     "Trace",
+    "TraceFailure",
     "TurnSegment",
     "ValidationEvidence",
     "Verifier",

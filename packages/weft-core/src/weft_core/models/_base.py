@@ -72,7 +72,8 @@ class Artifact(WeftModel):
             )
         return self
 
-    def compute_hash(self) -> str:
+    def hashed_content(self) -> dict[str, Any]:
+        """The JSON data `content_hash` covers (what is content, not provenance or clock)."""
         exclude: dict[str, Any] = dict.fromkeys(_HASH_EXCLUDE | self.PROVENANCE_FIELDS, True)
         data = self.model_dump(mode="json", exclude=exclude | self.CLOCK_FIELDS)
         for name in self.OMIT_WHEN_UNSET:
@@ -83,7 +84,10 @@ class Artifact(WeftModel):
                 for field in fields:
                     if isinstance(item, dict) and item.get(field) is None:
                         item.pop(field, None)
-        return content_hash(data)
+        return data
+
+    def compute_hash(self) -> str:
+        return content_hash(self.hashed_content())
 
     def sealed(self) -> Self:
         """A copy with `content_hash` filled in."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from enum import StrEnum
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
+from weft_core._hashing import content_hash
+from weft_core.exceptions import ArtifactError
 from weft_core.models._base import Artifact, WeftModel
 from weft_core.models.check import EvaluationResult
 from weft_core.models.ledger import LedgerEntry
@@ -72,7 +75,7 @@ class TurnSegment(WeftModel):
     state_diff: CheckpointDiff | None = Field(
         default=None,
         description="Rows and files the turn inserted / updated / deleted, per MCP, as MegaMCP "
-        "diffed them at the turn's checkpoint (Trace schema 2; None in older traces).",
+        "diffed them at the turn's checkpoint (Trace schema 3; None in older traces).",
     )
 
 
@@ -117,14 +120,79 @@ class CapturedCall(WeftModel):
         return self.prompt_token_ids is not None and self.completion_token_ids is not None
 
 
+class FailureKind(StrEnum):
+    """What went wrong in a rollout, so a reader can tell the policy's outcome from the rest."""
+
+    INFRASTRUCTURE = "infrastructure"
+    """MegaMCP, a transport or the model endpoint failed (retries exhausted): the rollout says
+    nothing about the policy and is counted apart, never as a failed task."""
+    HARNESS = "harness"
+    """The harness could not run or finish the episode (unknown, unsupported mode, stopped)."""
+    VERIFIER = "verifier"
+    """A checkpoint or the final verification returned an error instead of an outcome."""
+    LEDGER = "ledger"
+    """The transcript's tool calls and MegaMCP's ledger disagree (or the agentic replay diverged)."""
+    ROLLOUT = "rollout"
+    """Any other exception while rolling out (a bug, a bad task): the message names it."""
+
+
+class TraceFailure(WeftModel):
+    """One thing that went wrong in a rollout (a trace may finish and still carry some)."""
+
+    kind: FailureKind
+    message: str = Field(description="What happened, in one line (exception type and text).")
+    where: str | None = Field(
+        default=None,
+        description="The rollout step it happened in: 'harness', 'checkpoint <node id>', "
+        "'final verification', 'ledger', 'agentic replay'; None when not known.",
+    )
+
+    def __str__(self) -> str:
+        at = f" at {self.where}" if self.where else ""
+        return f"{self.kind.value}{at}: {self.message}"
+
+
+# Schema 1 kept every failure in `error: str | None`, an infrastructure failure marked by this prefix.
+_V1_INFRA_PREFIX = "infrastructure: "
+_V1_FORMS = (
+    ("harness stopped: ", FailureKind.HARNESS, "harness"),
+    ("unknown harness ", FailureKind.HARNESS, None),
+    ("harness ", FailureKind.HARNESS, None),
+    ("final verification: verifier error: ", FailureKind.VERIFIER, "final verification"),
+    ("checkpoint ", FailureKind.VERIFIER, None),
+    ("agentic replay diverged", FailureKind.LEDGER, "agentic replay"),
+    ("ledger entry ", FailureKind.LEDGER, "ledger"),
+    ("tool call ", FailureKind.LEDGER, "ledger"),
+)
+_NOT_MIGRATED = object()
+
+
+def failures_from_v1(error: str | None) -> list[TraceFailure]:
+    """The failures a schema-1 `error` string stood for. The old string joined several problems
+    with '; ' (and a message may contain '; ' itself), so it becomes one failure, its kind read
+    from the string's first problem; nothing of the text is lost."""
+    if not error:
+        return []
+    if error.startswith(_V1_INFRA_PREFIX):
+        return [
+            TraceFailure(kind=FailureKind.INFRASTRUCTURE, message=error[len(_V1_INFRA_PREFIX) :])
+        ]
+    for prefix, kind, where in _V1_FORMS:
+        if error.startswith(prefix):
+            return [TraceFailure(kind=kind, message=error, where=where)]
+    return [TraceFailure(kind=FailureKind.ROLLOUT, message=error)]
+
+
 class Trace(Artifact):
     """One rollout. Its content hash leaves out the ledger's clock fields (`started_at`,
     `duration_ms`): the same episode replayed later is the same trace.
 
-    Schema 2 added `TurnSegment.state_diff`; a schema-1 trace loads unchanged, with its hash.
+    Schema 3 added `TurnSegment.state_diff`; a schema-2 trace (none recorded) loads unchanged,
+    with its hash, as it is left out of the hash while unset.
     """
 
-    SCHEMA_VERSION: ClassVar[int] = 2
+    # 2: typed `failures` replace the `error` string; 3: `TurnSegment.state_diff`.
+    SCHEMA_VERSION: ClassVar[int] = 3
     OMIT_ITEM_FIELDS_WHEN_UNSET: ClassVar[dict[str, frozenset[str]]] = {
         "segments": frozenset({"state_diff"})
     }
@@ -133,7 +201,7 @@ class Trace(Artifact):
     }
     OMIT_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset({"task_hash"})
 
-    schema_version: int = Field(default=2, description="Format version of this artifact class.")
+    schema_version: int = Field(default=3, description="Format version of this artifact class.")
     id: str
     task_id: str
     task_hash: str | None = Field(
@@ -160,7 +228,61 @@ class Trace(Artifact):
     # Model calls a capture gateway recorded for this rollout (any harness; see CapturedCall).
     captured_calls: list[CapturedCall] = Field(default_factory=list)
     infrastructure_retries: int = 0
-    error: str | None = Field(default=None, description="Why the rollout did not finish, if so.")
+    failures: list[TraceFailure] = Field(
+        default_factory=list,
+        description="What went wrong: why the rollout did not finish, or what it finished with "
+        "(a verifier error, a ledger mismatch); empty for a clean rollout.",
+    )
+    # The `error` string of a schema-1 trace this one was migrated from (its hash covers it).
+    _v1_error: object = PrivateAttr(default=_NOT_MIGRATED)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _migrate_v1(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Schema 1 (an `error` string, infrastructure marked by a prefix) loads as schema 2."""
+        legacy: object = _NOT_MIGRATED
+        # Every schema-1 file names its version; a constructor call that passes `error`
+        # (no version) is refused as an unknown field rather than guessed at.
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if isinstance(data, dict) and isinstance(version, int) and version < 2:
+            data = dict(data)
+            legacy = data.pop("error", None)
+            data["failures"] = failures_from_v1(legacy if isinstance(legacy, str) else None)
+            data["schema_version"] = 2
+        trace = handler(data)
+        trace._v1_error = legacy
+        return trace
+
+    @property
+    def error(self) -> str | None:
+        """Every failure in one line (for display), or None for a clean rollout."""
+        return "; ".join(str(f) for f in self.failures) or None
+
+    @property
+    def failed_on_infrastructure(self) -> bool:
+        """The rollout did not run to the end for reasons that are not the policy's: leave it
+        out of every policy figure (pass rates, rewards, tool-error rates)."""
+        return any(f.kind is FailureKind.INFRASTRUCTURE for f in self.failures)
+
+    def verify_hash(self) -> None:
+        if self.content_hash is None or self.content_hash == self.compute_hash():
+            return
+        if self._v1_error is not _NOT_MIGRATED and self.content_hash == self._v1_hash():
+            return  # a migrated schema-1 trace, intact
+        raise ArtifactError("Trace content does not match its content_hash")
+
+    def _v1_hash(self) -> str:
+        """The hash this trace had as schema 1: `error` in place of `failures`."""
+        data = self.hashed_content()
+        data.pop("failures")
+        data["error"], data["schema_version"] = self._v1_error, 1
+        return content_hash(data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "<string>") -> Self:
+        trace = super().from_json(text, source=source)
+        # Sealed again under schema 2, so a saved copy checks against today's rule.
+        return trace if trace._v1_error is _NOT_MIGRATED else trace.sealed()
 
     @property
     def checkpoint_pass_rate(self) -> float:

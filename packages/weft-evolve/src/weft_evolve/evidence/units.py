@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 
 from weft_core.models import LedgerEntry, TaskGraph, Trace
 from weft_evolve.models import CrossViewPattern, FailureUnit
-from weft_tasks.rollout import INFRA_PREFIX
 
 
 def _turn_ledger(trace: Trace, seqs: dict[str, list[int]]) -> list[LedgerEntry]:
@@ -28,7 +27,7 @@ def failure_units(
     the unmet rubric items of a node for a trace; None skips the disagreement units)."""
     units: list[FailureUnit] = []
     for trace in traces:
-        if (trace.error or "").startswith(INFRA_PREFIX) or trace.task_id not in graphs:
+        if trace.failed_on_infrastructure or trace.task_id not in graphs:
             continue
         graph = graphs[trace.task_id]
         task_hash = graph.content_hash or graph.compute_hash()
@@ -73,7 +72,7 @@ def cross_view_patterns(traces: Iterable[Trace]) -> dict[tuple[str, str], CrossV
     """(task id, node id) -> outcomes across every view, harness and model of the task version."""
     out: dict[tuple[str, str], CrossViewPattern] = {}
     for trace in traces:
-        if (trace.error or "").startswith(INFRA_PREFIX):
+        if trace.failed_on_infrastructure:
             continue
         for seg in trace.segments:
             if seg.outcome is None:

@@ -7,7 +7,6 @@ from weft_tasks.rollout.infra import is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger, trace_ledger_problems
 from weft_tasks.rollout.plan import RolloutPlan, plan_rollouts, rollout_id
 from weft_tasks.rollout.runner import (
-    INFRA_PREFIX,
     RolloutReport,
     run_rollout,
     run_rollouts,
@@ -17,7 +16,6 @@ from weft_tasks.rollout.sink import TraceSink
 from weft_tasks.rollout.stats import REFERENCE, CellStats, policy_label, rollout_stats
 
 __all__ = [
-    "INFRA_PREFIX",
     "REFERENCE",
     "CellStats",
     "GroupService",

@@ -16,10 +16,22 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from weft_core.models import EvaluationResult, LedgerEntry, TaskGraph, Verifier
+from weft_core.models import (
+    EvaluationResult,
+    FailureKind,
+    LedgerEntry,
+    TaskGraph,
+    TraceFailure,
+    Verifier,
+)
 from weft_core.state import CheckpointDiff
 from weft_megamcp.models import VerificationResult
 from weft_megamcp.service import GroupService
+
+
+def verifier_failure(where: str, error: str) -> TraceFailure:
+    """A verification that answered an error instead of an outcome."""
+    return TraceFailure(kind=FailureKind.VERIFIER, where=where, message=error)
 
 
 @dataclass
@@ -29,7 +41,7 @@ class AgenticCheckpoints:
     # The state change MegaMCP diffed when each node passed (or was last verified): since the
     # previous node passed, as the host keeps a re-verified checkpoint's start.
     diffs: dict[str, CheckpointDiff | None] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[TraceFailure] = field(default_factory=list)
 
 
 async def replay_checkpoints(
@@ -55,14 +67,18 @@ async def replay_checkpoints(
             replayed = await service.call_tool(shadow, entry.mcp, entry.tool, entry.arguments)
             if bool(replayed.is_error) != entry.is_error:
                 result.problems.append(
-                    f"agentic replay diverged at {entry.mcp}#{entry.seq} ({entry.tool}): "
-                    f"error {entry.is_error} then {bool(replayed.is_error)}"
+                    TraceFailure(
+                        kind=FailureKind.LEDGER,
+                        where="agentic replay",
+                        message=f"diverged at {entry.mcp}#{entry.seq} ({entry.tool}): "
+                        f"error {entry.is_error} then {bool(replayed.is_error)}",
+                    )
                 )
             while pending:
                 verified = await service.checkpoint_verify(shadow, pending[0])
                 ev, err = evaluation(verified)
                 if err:
-                    result.problems.append(f"checkpoint {pending[0]}: verifier error: {err}")
+                    result.problems.append(verifier_failure(f"checkpoint {pending[0]}", err))
                 if ev is None or not ev.passed:
                     break
                 result.outcomes[pending[0]] = ev
@@ -73,7 +89,7 @@ async def replay_checkpoints(
             verified = await service.checkpoint_verify(shadow, node_id)
             ev, err = evaluation(verified)
             if err:
-                result.problems.append(f"checkpoint {node_id}: verifier error: {err}")
+                result.problems.append(verifier_failure(f"checkpoint {node_id}", err))
             result.outcomes[node_id] = ev
             result.diffs[node_id] = verified.state_diff
             result.passed_at[node_id] = None

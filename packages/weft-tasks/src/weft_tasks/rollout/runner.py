@@ -6,8 +6,8 @@ verifier runs server-side, where the agent cannot reach it); after the episode i
 group, runs the final verification, fetches the ledger and builds one `Trace`: messages in OpenAI
 format, each tool call tied to its ledger entry, per-turn segments with outcomes. Infrastructure
 failures restart the rollout in a fresh group (counted in `infrastructure_retries`, never as a
-policy failure); a rollout that still cannot run is recorded with an `infrastructure:` error and
-excluded from policy statistics.
+policy failure); a rollout that still cannot run is recorded with an infrastructure
+`TraceFailure` and excluded from policy statistics.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from weft_core.models import (
     CapturedCall,
     ChatMessage,
     EvaluationResult,
+    FailureKind,
     TaskGraph,
     Trace,
+    TraceFailure,
     TurnSegment,
     ViewMode,
 )
@@ -36,7 +38,7 @@ from weft_megamcp.models import VerificationResult
 from weft_megamcp.service import GroupService
 from weft_tasks.gateway import CaptureGateway, mark_merges, tie_calls
 from weft_tasks.harness.protocol import Harness, HarnessTask, MCPEndpoint
-from weft_tasks.rollout.agentic import replay_checkpoints
+from weft_tasks.rollout.agentic import replay_checkpoints, verifier_failure
 from weft_tasks.rollout.infra import infrastructure_entries, is_infrastructure_error
 from weft_tasks.rollout.ledger_match import match_ledger
 from weft_tasks.rollout.plan import RolloutPlan
@@ -52,8 +54,6 @@ from weft_tasks.views import (
 )
 
 log = logging.getLogger(__name__)
-
-INFRA_PREFIX = "infrastructure: "
 
 
 class _InfrastructureInLedger(Exception):
@@ -91,7 +91,7 @@ async def _attempt(
     harness: Harness,
     simulator_model: BaseChatModel | None,
     gateway: CaptureGateway | None = None,
-) -> tuple[Trace, list[str]]:
+) -> tuple[Trace, list[TraceFailure]]:
     graph = plan.task
     if gateway is not None:
         gateway.discard(plan.rollout_id)  # calls of a failed earlier attempt
@@ -118,7 +118,7 @@ async def _attempt(
         verifier=graph.verifier(),
         task_id=graph.id,
     )
-    problems: list[str] = []
+    problems: list[TraceFailure] = []
     turns: list[_Turn] = []
     try:
         endpoints = {
@@ -138,7 +138,7 @@ async def _attempt(
             turn.outcomes[node_id], err = evaluation_of(result)
             turn.diffs[node_id] = result.state_diff
             if err:
-                problems.append(f"checkpoint {node_id}: verifier error: {err}")
+                problems.append(verifier_failure(f"checkpoint {node_id}", err))
             turns.append(turn)
             nxt = await sim.next_request()
             return nxt.request if nxt else None
@@ -146,7 +146,9 @@ async def _attempt(
         task = HarnessTask(graph=graph, view=view, first_request=first, rollout_id=plan.rollout_id)
         run = await harness.run(task, endpoints, on_turn)
         if run.stopped:
-            problems.append(f"harness stopped: {run.stopped}")
+            problems.append(
+                TraceFailure(kind=FailureKind.HARNESS, where="harness", message=run.stopped)
+            )
         raw_ledger = await service.ledger(handle)
         entries, matched, ledger_problems = match_ledger(run.messages, raw_ledger)
         entries = [_rollout_scoped(e, plan.rollout_id) for e in entries]
@@ -167,7 +169,7 @@ async def _attempt(
             verified = await service.checkpoint_verify(handle, node_id)
             evaluation, err = evaluation_of(verified)
             if err:
-                problems.append(f"checkpoint {node_id}: verifier error: {err}")
+                problems.append(verifier_failure(f"checkpoint {node_id}", err))
             start = turns[-1].end if turns else 0
             turns.append(
                 _Turn(
@@ -181,12 +183,14 @@ async def _attempt(
         await service.freeze(handle)
         final, err = evaluation_of(await service.verify(handle))
         if err:
-            problems.append(f"final verification: verifier error: {err}")
+            problems.append(verifier_failure("final verification", err))
     finally:
         with contextlib.suppress(Exception):
             await service.close(handle)
 
-    problems += ledger_problems
+    problems += [
+        TraceFailure(kind=FailureKind.LEDGER, where="ledger", message=p) for p in ledger_problems
+    ]
     segments = _segments(graph, turns, run.messages, matched, entries)
     captured: list[CapturedCall] = []
     if gateway is not None:
@@ -207,7 +211,7 @@ async def _attempt(
         segments=segments,
         final=final,
         captured_calls=captured,
-        error="; ".join(problems) or None,
+        failures=problems,
     )
     return trace, problems
 
@@ -219,7 +223,7 @@ async def _agentic_turns(
     entries: list[Any],
     messages: list[ChatMessage],
     snapshots: dict[str, str | None],
-    problems: list[str],
+    problems: list[TraceFailure],
 ) -> list[_Turn]:
     """One turn per node, split where the ledger replay saw each checkpoint pass."""
     served = sorted(entries, key=lambda e: (e.started_at, e.mcp, e.seq))
@@ -309,9 +313,8 @@ async def run_rollout(
     model calls it captured for this rollout (any harness pointed at it) join the trace."""
     settings = settings or RolloutSettings()
     if plan.mode not in harness.modes:
-        return _failed(
-            plan, harness, f"harness {harness.name!r} does not support {plan.mode.value} mode", 0
-        )
+        why = f"harness {harness.name!r} does not support {plan.mode.value} mode"
+        return _failed(plan, harness, TraceFailure(kind=FailureKind.HARNESS, message=why), 0)
     retries = 0
     while True:
         try:
@@ -329,11 +332,14 @@ async def run_rollout(
                 )
                 await asyncio.sleep(settings.retry_backoff_s * retries)
                 continue
-            reason = f"{type(exc).__name__}: {exc}"
-            return _failed(plan, harness, (INFRA_PREFIX if infra else "") + reason, retries)
+            failure = TraceFailure(
+                kind=FailureKind.INFRASTRUCTURE if infra else FailureKind.ROLLOUT,
+                message=f"{type(exc).__name__}: {exc}"[:2000],
+            )
+            return _failed(plan, harness, failure, retries)
 
 
-def _failed(plan: RolloutPlan, harness: Harness, reason: str, retries: int) -> Trace:
+def _failed(plan: RolloutPlan, harness: Harness, failure: TraceFailure, retries: int) -> Trace:
     return Trace(
         id=plan.rollout_id,
         task_id=plan.task.id,
@@ -341,7 +347,7 @@ def _failed(plan: RolloutPlan, harness: Harness, reason: str, retries: int) -> T
         view=f"{plan.mode.value}/{plan.disclosure.value}",
         harness=plan.harness,
         model=harness.model_name,
-        error=reason[:2000],
+        failures=[failure],
         infrastructure_retries=retries,
     )
 
@@ -372,7 +378,7 @@ async def run_rollouts(
     problems: list[str] = []
     if sink:
         existing, problems = sink.load()
-        done = {t.id: t for t in existing if not (t.error or "").startswith(INFRA_PREFIX)}
+        done = {t.id: t for t in existing if not t.failed_on_infrastructure}
     todo = [p for p in plans if p.rollout_id not in done]
     sem = asyncio.Semaphore(settings.concurrency)
     results: list[Trace] = [done[p.rollout_id] for p in plans if p.rollout_id in done]
@@ -390,7 +396,12 @@ async def run_rollouts(
                         task_id=plan.task.id,
                         view=plan.view_label,
                         harness=plan.harness,
-                        error=f"unknown harness {plan.harness!r}",
+                        failures=[
+                            TraceFailure(
+                                kind=FailureKind.HARNESS,
+                                message=f"unknown harness {plan.harness!r}",
+                            )
+                        ],
                     )
                 else:
                     trace = await run_rollout(

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 
 from weft_core.models import Trace
-from weft_tasks.rollout.runner import INFRA_PREFIX
 
 REFERENCE = "reference"
 
@@ -58,7 +57,7 @@ def rollout_stats(traces: Iterable[Trace]) -> list[CellStats]:
         cell.view, cell.harness, cell.policy = t.view, t.harness, policy
         cell.rollouts += 1
         cell.infrastructure_retries += t.infrastructure_retries
-        if (t.error or "").startswith(INFRA_PREFIX):
+        if t.failed_on_infrastructure:
             cell.infrastructure_failed += 1
             continue
         for s in t.segments:

@@ -139,7 +139,7 @@ def decide(
 
 
 def _verifier_score(trace: Trace) -> float | None:
-    if trace.error and trace.error.startswith("infrastructure"):
+    if trace.failed_on_infrastructure:
         return None  # never a low reward: the rollout did not run
     if not trace.segments and trace.final is None:
         return None

@@ -95,7 +95,7 @@ class ProgrammaticRubricJudge:
         return items
 
     async def judge(self, task: TaskGraph, trace: Trace) -> JudgeScore:
-        if trace.error and trace.error.startswith("infrastructure"):
+        if trace.failed_on_infrastructure:
             return JudgeScore(error=f"trace {trace.id}: rollout did not run ({trace.error})")
         items: dict[str, bool] = {}
         for node in task.nodes:
@@ -161,7 +161,7 @@ class LLMRubricJudge:
         self.model = model
 
     async def judge(self, task: TaskGraph, trace: Trace) -> JudgeScore:
-        if trace.error and trace.error.startswith("infrastructure"):
+        if trace.failed_on_infrastructure:
             return JudgeScore(error=f"trace {trace.id}: rollout did not run ({trace.error})")
         prompt = (
             f"OBJECTIVE: {task.objective}\nRUBRIC:\n"

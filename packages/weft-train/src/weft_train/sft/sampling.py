@@ -28,9 +28,11 @@ from weft_core.llm import TITO_KEY
 from weft_core.models import (
     Disclosure,
     EvaluationResult,
+    FailureKind,
     SFTRow,
     TaskGraph,
     Trace,
+    TraceFailure,
     TurnSegment,
     ViewMode,
 )
@@ -204,7 +206,9 @@ async def sample_trajectory(
         ledger=entries,
         segments=segments,
         model_calls=model_calls(history),
-        error="; ".join(problems) or None,
+        failures=[
+            TraceFailure(kind=FailureKind.LEDGER, where="ledger", message=p) for p in problems
+        ],
     )
     return SampledTrajectory(
         task_id=graph.id,

@@ -304,10 +304,8 @@ def task_domains(graph: TaskGraph, domain_of: dict[str, str]) -> list[str]:
 def policy_calls(traces: Iterable[Trace]) -> Iterable[tuple[Trace, Any]]:
     """(trace, ledger entry) for every call the policy made; infrastructure failures are not
     the policy's and rollouts that failed for infrastructure reasons are left out."""
-    from weft_tasks.rollout import INFRA_PREFIX
-
     for t in traces:
-        if (t.error or "").startswith(INFRA_PREFIX):
+        if t.failed_on_infrastructure:
             continue
         for e in t.ledger:
             if not (e.error_kind and e.error_kind.is_infrastructure):

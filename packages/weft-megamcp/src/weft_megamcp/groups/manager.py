@@ -1,0 +1,194 @@
+"""Session groups: one private session per MCP, created from immutable snapshots, driven as a unit.
+
+The manager owns every group placed in this process: their files (under `<data>/groups/`), the
+token table, the ledger of every call, snapshots / restore / fork, freeze and idle offload.
+Tenancy binds on the per-session bearer token; tokens are stored only as sha256.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+from weft_core.models import FINAL_CHECKPOINT
+from weft_core.state import (
+    INITIAL,
+    CheckpointDiff,
+    StateCaptureError,
+    StateError,
+    WorkspaceState,
+)
+from weft_megamcp._session import (
+    GROUP_FILE,
+    HostedGroup,
+    HostedSession,
+)
+from weft_megamcp.checkpoint_diff import capture_files, checkpoint_diff
+from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
+from weft_megamcp.groups.calls import ToolCalls
+from weft_megamcp.groups.core import _new_id, log
+from weft_megamcp.groups.lifecycle import GroupLifecycle
+from weft_megamcp.groups.snapshots import GroupSnapshots
+from weft_megamcp.models import (
+    CreateGroupRequest,
+    GroupHandle,
+    GroupStatus,
+    VerificationResult,
+)
+from weft_megamcp.registry import MCPKind
+from weft_megamcp.verifier import run_verifier
+
+
+class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
+    """Creates and serves session groups in this process."""
+
+    # ---- creation -----------------------------------------------------------------------------
+
+    def create_group(self, request: CreateGroupRequest) -> GroupHandle:
+        if not request.mcps:
+            raise MegaMCPUserError("a group needs at least one MCP")
+        plans = []
+        for key, snapshot_uri in request.mcps.items():
+            mcp_id, _, ver = key.partition("@")
+            try:
+                version = int(ver) if ver else None
+            except ValueError:
+                raise MegaMCPUserError(
+                    f"MCP key {key!r}: version after '@' must be an integer"
+                ) from None
+            record = self.registry.get(mcp_id, version)
+            uri = snapshot_uri or record.seed_snapshot_uri
+            src, sha = self.registry.snapshot_file(uri) if uri else (None, None)
+            plans.append((record, uri, src, sha))
+        group_id = _new_id("grp")
+        root = self.groups_dir / group_id
+        root.mkdir(parents=True)
+        sessions: dict[str, HostedSession] = {}
+        tokens: dict[str, str] = {}
+        try:
+            for record, uri, src, sha in plans:
+                session = HostedSession(
+                    session_id=_new_id("ses"),
+                    group_id=group_id,
+                    mcp_id=record.mcp_id,
+                    version=record.version,
+                    kind=record.kind,
+                    token_sha="",
+                    expires_at=0.0,
+                    root=root / record.mcp_id,
+                    initial_uri=uri,
+                    initial_sha=sha,
+                    dedicated=record.kind == MCPKind.COMMAND
+                    or record.metadata.get("screen", {}).get("tier") == "dedicated_process",
+                )
+                if src is not None:
+                    shutil.copyfile(src, session.db_path)  # the measured fast path: a plain copy
+                sessions[record.mcp_id] = session
+            group = HostedGroup(
+                group_id=group_id,
+                task_id=request.task_id,
+                root=root,
+                sessions=sessions,
+                verifier=request.verifier,
+                bindings=request.bindings,
+            )
+            for mcp_id, session in sessions.items():
+                tokens[mcp_id] = self._issue_token(session)
+            group.save()
+        except BaseException:
+            for s in sessions.values():
+                self.tokens.withdraw(s)
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        self.groups[group_id] = group
+        return GroupHandle(
+            group_id=group_id,
+            task_id=request.task_id,
+            sessions={m: self._session_info(s, tokens[m]) for m, s in sessions.items()},
+        )
+
+    def adopt(self, group_id: str) -> HostedGroup:
+        """Load a group persisted on local disk (after a worker restart); its tokens keep working."""
+        if group_id in self.groups:
+            return self.groups[group_id]
+        root = self.groups_dir / group_id
+        if not (root / GROUP_FILE).exists():
+            raise NotFoundError(f"group {group_id!r} has no files on this host")
+        group = HostedGroup.load(root)
+        self.groups[group_id] = group
+        if group.status != GroupStatus.CLOSED:
+            for s in group.sessions.values():
+                self.tokens.serve(s)
+        return group
+
+    # ---- verification -------------------------------------------------------------------------
+
+    async def verify(self, group_id: str, *, timeout_s: float = 120.0) -> VerificationResult:
+        """Freeze the group (if needed) and run its verifier's final checkpoint on the frozen DBs."""
+        await self.freeze(group_id)
+        group = self.get(group_id)
+        await self._ensure_loaded(group)
+        finals = {m: s.final_db for m, s in group.sessions.items() if s.final_db.exists()}
+        return await run_verifier(
+            group, self.registry, FINAL_CHECKPOINT, finals, frozen=True, timeout_s=timeout_s
+        )
+
+    async def checkpoint_verify(
+        self, group_id: str, checkpoint: str, *, timeout_s: float = 120.0
+    ) -> VerificationResult:
+        """Run one checkpoint's checks on a consistent copy of the live state; the group goes on.
+        With the diff on (`diff_max_rows` > 0) the result carries the rows and files changed
+        since the previous checkpoint (see `checkpoint_diff`)."""
+        group = self.get(group_id)
+        self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
+        await self._ensure_loaded(group)
+        with tempfile.TemporaryDirectory(prefix="megamcp-ckpt-", dir=self.data_dir) as tmp:
+            copies: dict[str, Path] = {}
+            files: dict[str, WorkspaceState] = {}
+            async with group.checkpoint_lock:
+                async with await self._quiesce(group):
+                    for m, s in group.sessions.items():
+                        if s.db_path.exists():
+                            copies[m] = Path(tmp) / f"{m}.sqlite"
+                            shutil.copyfile(s.db_path, copies[m])
+                        if self.diff_max_rows > 0:
+                            files[m] = await asyncio.to_thread(capture_files, s)
+                result = await run_verifier(
+                    group, self.registry, checkpoint, copies, frozen=True, timeout_s=timeout_s
+                )
+                if self.diff_max_rows <= 0:
+                    return result
+                return result.model_copy(
+                    update={"state_diff": await self._state_diff(group, checkpoint, copies, files)}
+                )
+
+    async def _state_diff(
+        self,
+        group: HostedGroup,
+        checkpoint: str,
+        copies: dict[str, Path],
+        files: dict[str, WorkspaceState],
+    ) -> CheckpointDiff:
+        initial = {
+            m: self.registry.snapshot_file(s.initial_uri)[0] if s.initial_uri else None
+            for m, s in group.sessions.items()
+        }
+        try:
+            return await asyncio.to_thread(
+                checkpoint_diff,
+                group.sessions,
+                checkpoint,
+                copies,
+                files,
+                initial,
+                max_rows=self.diff_max_rows,
+            )
+        except (StateError, StateCaptureError, OSError) as exc:
+            log.warning("group %s: no state diff at %s: %s", group.group_id, checkpoint, exc)
+            return CheckpointDiff(
+                since=INITIAL,
+                max_rows=self.diff_max_rows,
+                error=self.sanitizer.text(f"{type(exc).__name__}: {exc}"),
+            )

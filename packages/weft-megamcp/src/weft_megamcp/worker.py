@@ -1,0 +1,89 @@
+"""A forked worker process: a complete single-process host on the socket the master bound for
+it, which hands sessions whose group moved to another worker back to the master."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import socket
+import threading
+import time
+
+import httpx
+import uvicorn
+from starlette.types import Receive, Scope, Send
+
+from weft_megamcp.app import HostASGI, HostCore
+from weft_megamcp.dispatch import bearer
+from weft_megamcp.forwarding import ROUTED_HEADER, forward, read_body, relay, send_json
+from weft_megamcp.host import url_of, uvicorn_options
+from weft_megamcp.settings import MegaMCPSettings
+
+
+def _exit_with_master(master_pid: int) -> None:
+    """A worker that outlives a killed master would be an orphan holding sessions: leave, and
+    take the master's fork server (this worker's parent) along."""
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(master_pid, 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                os.kill(os.getppid(), signal.SIGTERM)
+            os._exit(0)
+
+
+class MasterFallback:
+    """Worker-side ASGI wrapper: an MCP request whose token this worker does not know (its
+    group moved to another worker) is forwarded to the master, which routes by token. Requests
+    the master already routed, revoked tokens and admin traffic are served here as usual."""
+
+    def __init__(self, app: HostASGI, master_url: str) -> None:
+        self.app = app
+        self.master_url = master_url
+        self._http: httpx.AsyncClient | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or path.startswith("/admin") or path == "/health":
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+        }
+        token = bearer(headers)
+        if token is None or ROUTED_HEADER in headers or not self.app.core.manager.moved_away(token):
+            await self.app(scope, receive, send)
+            return
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10))
+        body = await read_body(receive)
+        try:
+            resp = await forward(self._http, self.master_url, scope, body, routed=False)
+        except httpx.HTTPError as exc:
+            await send_json(send, 502, {"detail": f"master unreachable: {type(exc).__name__}"})
+            return
+        await relay(send, resp)
+
+
+def worker_main(
+    settings_json: str,
+    master_url: str,
+    sock: socket.socket,
+    conn: multiprocessing.connection.Connection,
+    master_pid: int = 0,
+) -> None:
+    """Entry of a forked worker: serve the socket the master bound for this worker index."""
+    if master_pid:
+        threading.Thread(target=_exit_with_master, args=(master_pid,), daemon=True).start()
+    settings = MegaMCPSettings.model_validate_json(settings_json)
+    core = HostCore(settings, run_reaper=False)
+    core.base_url = url_of(settings.host, sock.getsockname()[1])  # clients come straight here
+    conn.send(sock.getsockname()[1])
+    conn.close()
+    app = MasterFallback(HostASGI(core), master_url)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
+    server.run(sockets=[sock])

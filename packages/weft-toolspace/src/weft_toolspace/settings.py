@@ -1,0 +1,20 @@
+"""Settings (`WEFT_TOOLSPACE_*` environment variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ToolSpaceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="WEFT_TOOLSPACE_")
+
+    server_home: Path = Field(
+        default=Path.home() / ".cache" / "weft" / "toolspace-servers",
+        description="Where the real MCP servers (npm and PyPI packages) are installed.",
+    )
+    min_count: int = Field(default=2, description="Prune edges seen fewer than N_ij times.")
+    min_weight: float = Field(default=0.05, description="Prune edges with w(i,j) below this.")
+    seed: int = Field(default=0, description="Seed of clustering, exploration and walks.")

@@ -1,0 +1,251 @@
+"""State-aware random walks with rollback (§4.2.1, Algorithm 1 lines 3–7), executed for real on a
+MegaMCP group that hosts every server of the graph.
+
+From v_t only admissible neighbours are kept: a data edge's routed arguments must resolve in the
+actual output o_t (parameter provenance); the others come from recorded argument values (the task's
+inputs). Among them one is sampled proportionally to w(v_t, v). After execution, a failed call or a
+violated relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1}
+(if the failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the
+latest snapshot and the chain since is re-executed) and another neighbour is sampled. A walk ends
+when it has L calls over K environments; it is discarded after too many rollbacks, at a dead end,
+or when 2L calls still cover fewer than K environments.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from weft_toolspace.graph import ToolGraph, leaves
+from weft_toolspace.models import Chain, ChainStep, DataLink, EdgeKind, EdgeRecord
+from weft_toolspace.traces import parse_value
+
+if TYPE_CHECKING:
+    from weft_megamcp import GroupHandle, MegaMCPClient
+
+
+class WalkConfig(BaseModel):
+    length: int = Field(default=15, ge=1, description="L: calls per chain.")
+    environments: int = Field(default=2, ge=1, description="K: environments a chain must cross.")
+    attempts: int = Field(default=10, ge=1, description="Walk attempts (the walk budget).")
+    max_rollbacks: int = Field(default=8, ge=0, description="Rollbacks before a walk is discarded.")
+    snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
+    seed: int = 0
+
+
+@dataclass
+class WalkStats:
+    tried: int = 0
+    kept: int = 0
+    rollbacks: int = 0
+    discarded: Counter[str] = field(default_factory=Counter)
+
+
+def _shape(path: str) -> str:
+    return re.sub(r"(^|\.)\d+(?=\.|$)", r"\1*", path)
+
+
+def _get(value: Any, path: str) -> list[Any]:
+    """Leaves of `value` at a dotted path; a list index matches any index (`entities.0.name`
+    finds the name of every entity), so a route learnt on one output applies to another."""
+    if path == "$":
+        return [value]
+    want = _shape(path)
+    return [v for p, v in leaves(value) if _shape(p) == want]
+
+
+def _set(args: dict[str, Any], path: str, value: Any) -> None:
+    parts = path.split(".")
+    cur: Any = args
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        key: Any = int(part) if part.isdigit() and isinstance(cur, list) else part
+        if last:
+            if isinstance(cur, list) and isinstance(key, int):
+                if key < len(cur):
+                    cur[key] = value
+            else:
+                cur[key] = value
+            return
+        cur = (
+            cur[key]
+            if (isinstance(cur, list) and isinstance(key, int) and key < len(cur))
+            or (isinstance(cur, dict) and key in cur)
+            else None
+        )
+        if cur is None:
+            return
+
+
+def _copy(value: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(value)
+
+
+def _typed(value: Any, json_type: str) -> bool:
+    if json_type == "string":
+        return isinstance(value, str)
+    if json_type == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return True
+
+
+def fill_arguments(
+    graph: ToolGraph, edge: EdgeRecord | None, prev_result: Any, rng: random.Random
+) -> dict[str, Any] | None:
+    """Arguments for edge.target, or None when a routed argument has no value in o_t."""
+    node = graph.nodes[edge.target] if edge else None
+    if node is None or not node.examples:
+        return None
+    args: dict[str, Any] = _copy(rng.choice(node.examples))
+    if edge is None or edge.kind is not EdgeKind.DATA:
+        return args
+    resolved = 0
+    for link in edge.links:
+        value = _route(link, node.examples, prev_result, rng)
+        if value is not None:
+            _set(args, link.argument, value)
+            resolved += 1
+    return args if resolved else None
+
+
+def _route(link: DataLink, examples: list[dict[str, Any]], prev: Any, rng: random.Random) -> Any:
+    if link.output.endswith("~"):
+        # Substring route: a recorded value of this argument that the actual output mentions.
+        text = " ".join(str(v) for _, v in leaves(prev))
+        seen = [v for ex in examples for v in _get(ex, link.argument) if isinstance(v, str)]
+        present = [v for v in seen if re.search(rf"(?<![\w.-]){re.escape(v)}(?![\w-])", text)]
+        return rng.choice(present) if present else None
+    found = [v for v in _get(prev, link.output) if _typed(v, link.json_type)]
+    return rng.choice(found) if found else None
+
+
+class Walker:
+    """Runs walk attempts on one group; `env_of` maps a node to its environment id."""
+
+    def __init__(
+        self, client: MegaMCPClient, graph: ToolGraph, env_of: dict[str, str], cfg: WalkConfig
+    ) -> None:
+        self.client = client
+        self.graph = graph
+        self.env_of = env_of
+        self.cfg = cfg
+        self.rng = random.Random(cfg.seed)
+        self.stats = WalkStats()
+        self._out: dict[str, list[EdgeRecord]] = {}
+        for e in graph.edges:
+            self._out.setdefault(e.source, []).append(e)
+
+    async def run(self) -> list[Chain]:
+        mcps = sorted({n.mcp for n in self.graph.nodes.values()})
+        group = await self.client.create_group(mcps)
+        chains: list[Chain] = []
+        try:
+            s0 = await self.client.snapshot(group)
+            for attempt in range(self.cfg.attempts):
+                self.stats.tried += 1
+                await self.client.restore(group, s0)
+                chain = await self._walk(group, s0, f"walk-{self.cfg.seed}-{attempt}")
+                if chain is not None:
+                    self.stats.kept += 1
+                    chains.append(chain)
+        finally:
+            await self.client.close(group)
+        return chains
+
+    def _starts(self) -> list[str]:
+        return [k for k, n in self.graph.nodes.items() if n.examples and k in self._out]
+
+    async def _call(self, group: GroupHandle, step: ChainStep) -> tuple[bool, Any, bool]:
+        res = await self.client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
+        entries = (await self.client.ledger(group)).get(step.mcp, [])
+        mutated = bool(entries and entries[-1].mutated)
+        value = parse_value(res.structured if res.structured is not None else res.text)
+        return not res.is_error, value, mutated
+
+    async def _rollback(
+        self, group: GroupHandle, steps: list[ChainStep], snaps: list[tuple[int, str]]
+    ) -> None:
+        at, snap = snaps[-1]
+        await self.client.restore(group, snap)
+        for s in steps[at:]:  # deterministic re-execution from the snapshot to s_{t-1}
+            await self.client.call_tool(group, s.mcp, s.tool, dict(s.arguments))
+
+    async def _walk(self, group: GroupHandle, s0: str, chain_id: str) -> Chain | None:
+        cfg, rng = self.cfg, self.rng
+        starts = self._starts()
+        if not starts:
+            self.stats.discarded["no start node"] += 1
+            return None
+        weights = [self.graph.nodes[k].count for k in starts]
+        first = rng.choices(starts, weights)[0]
+        steps: list[ChainStep] = []
+        snaps: list[tuple[int, str]] = [(0, s0)]
+        rollbacks = 0
+        pending: list[tuple[EdgeRecord | None, str]] = [(None, first)]
+        while True:
+            envs = {s.environment for s in steps}
+            if len(steps) >= cfg.length and len(envs) >= cfg.environments:
+                return Chain(id=chain_id, steps=steps, rollbacks=rollbacks, s0={"group": s0})
+            if len(steps) >= 2 * cfg.length:
+                self.stats.discarded["too few environments"] += 1
+                return None
+            if not pending:
+                self.stats.discarded["dead end"] += 1
+                return None
+            edge, target = self._sample(pending)
+            pending = [p for p in pending if p != (edge, target)]
+            node = self.graph.nodes[target]
+            prev = steps[-1].result if steps else None
+            args = (
+                _copy(rng.choice(node.examples))
+                if edge is None and node.examples
+                else fill_arguments(self.graph, edge, prev, rng)
+            )
+            if args is None:
+                continue  # not admissible: inputs not fillable from o_t
+            step = ChainStep(
+                node=target,
+                mcp=node.mcp,
+                tool=node.tool,
+                arguments=args,
+                environment=self.env_of.get(target, "env-?"),
+                via=edge.kind if edge else None,
+            )
+            ok, result, mutated = await self._call(group, step)
+            violated = edge is not None and edge.kind is EdgeKind.STATE and not steps[-1].mutated
+            retries = [e for e in self._out.get(target, []) if e.kind is EdgeKind.RETRY]
+            if not ok and not violated and not mutated and retries and steps:
+                # A recoverable error (§4.1.2): kept as an observation; only a retry edge may follow.
+                step.result, step.failed = result, True
+                steps.append(step)
+                pending = [(e, e.target) for e in retries]
+                continue
+            if not ok or violated:
+                rollbacks += 1
+                self.stats.rollbacks += 1
+                if mutated:
+                    await self._rollback(group, steps, snaps)
+                if rollbacks > cfg.max_rollbacks:
+                    self.stats.discarded["too many rollbacks"] += 1
+                    return None
+                continue
+            step.result, step.mutated = result, mutated
+            steps.append(step)
+            if len(steps) % cfg.snapshot_every == 0:
+                snaps.append((len(steps), await self.client.snapshot(group)))
+            pending = [
+                (e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY
+            ]
+
+    def _sample(
+        self, pending: list[tuple[EdgeRecord | None, str]]
+    ) -> tuple[EdgeRecord | None, str]:
+        """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3)."""
+        weights = [e.weight if e is not None else 1.0 for e, _ in pending]
+        return self.rng.choices(pending, weights)[0]
