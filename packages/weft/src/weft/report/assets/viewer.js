@@ -317,7 +317,7 @@
     const d = seg.diff;
     if (!d) {
       return el("div", { class: "state-diff none" }, el("small", { class: "muted",
-        text: "no row-level diff recorded for this turn (a trace from before Trace schema 2, or the host's diff was off)" }));
+        text: "no row-level diff recorded for this turn (a trace from before Trace schema 3, or the host's diff was off)" }));
     }
     if (d.err) return el("div", { class: "state-diff" }, el("div", { class: "check failed", text: "state diff unavailable: " + d.err }));
     const parts = [];
