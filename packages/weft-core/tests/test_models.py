@@ -788,3 +788,29 @@ def test_graph_verifier_has_a_checkpoint_per_node_and_final() -> None:
     mcps = {c.mcp for cs in v.checkpoints.values() for c in cs if c.mcp}
     renamed = {c.mcp for cs in pinned.checkpoints.values() for c in cs if c.mcp}
     assert "files" in mcps and renamed == (mcps - {"files"}) | {"files@2"}
+
+
+def test_schema_2_trace_without_state_diff_loads_with_its_hash() -> None:
+    from weft_core.state import CheckpointDiff, SessionChanges, StateDiff, TableDiff
+
+    old = sample_trace().model_copy(update={"schema_version": 2}).sealed()
+    data = json.loads(old.model_dump_json())
+    for seg in data["segments"]:
+        del seg["state_diff"]  # as weft-core wrote schema-2 traces
+    text = json.dumps(data)
+    back = Trace.from_json(text)
+    assert back.schema_version == 2 and back.segments[0].state_diff is None
+    assert back.content_hash == old.content_hash == back.compute_hash()
+    # A turn's diff is content: it round-trips and enters the hash.
+    diff = CheckpointDiff(
+        since="initial",
+        mcps={
+            "crm": SessionChanges(db=StateDiff(tables={"t": TableDiff(inserts={"1": {"id": 1}})}))
+        },
+        max_rows=100,
+    )
+    seg = back.segments[0].model_copy(update={"state_diff": diff})
+    new = back.model_copy(update={"segments": [seg], "schema_version": 3}).sealed()
+    again = Trace.from_json(new.to_json())
+    assert again.segments[0].state_diff == diff
+    assert new.content_hash != old.content_hash

@@ -153,6 +153,8 @@ class HostedGroup:
     last_used: float = field(default_factory=time.monotonic)
     checkpoint_key: str | None = None  # object-store checkpoint of an evicted group
     reload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # One checkpoint verification at a time: each moves the session's diff baselines along.
+    checkpoint_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def touch(self) -> None:
         self.last_used = time.monotonic()

@@ -62,6 +62,7 @@ class HostCore:
             token_ttl_s=settings.token_ttl_s,
             call_timeout_s=settings.call_timeout_s,
             sanitizer=sanitizer,
+            diff_max_rows=settings.checkpoint_diff_max_rows,
         )
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[Any]] = []

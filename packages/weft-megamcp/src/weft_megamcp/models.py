@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, computed_field
 
 from weft_core.models import CheckOutcome, Verifier
+from weft_core.state import CheckpointDiff
 
 
 class GroupStatus(StrEnum):
@@ -87,6 +88,11 @@ class VerificationResult(BaseModel):
     passed: bool
     error: str | None = Field(
         default=None, description="Why the verifier could not run, if it could not."
+    )
+    state_diff: CheckpointDiff | None = Field(
+        default=None,
+        description="Rows and files changed since the previous checkpoint, per MCP (checkpoint "
+        "verifications only; None when the host's diff is off).",
     )
 
 

@@ -66,7 +66,9 @@ class GroupService(Protocol):
         ...
 
     async def checkpoint_verify(self, group: GroupRef, checkpoint: str) -> VerificationResult:
-        """Evaluate one checkpoint on the live state; the group keeps running."""
+        """Evaluate one checkpoint on the live state; the group keeps running. The result's
+        `state_diff` holds the rows and files changed since the previous checkpoint verified
+        (None from a host whose diff is off)."""
         ...
 
     async def ledger(self, group: GroupRef) -> dict[str, list[LedgerEntry]]:

@@ -83,6 +83,12 @@ class MegaMCPSettings(BaseSettings):
         default=None,
         description="fsspec URL of the checkpoint store; default <object store>/checkpoints.",
     )
+    checkpoint_diff_max_rows: int = Field(
+        default=200,
+        ge=0,
+        description="Changed rows a checkpoint verification's state diff keeps, over all MCPs "
+        "of the group (the rest are only counted); 0 turns the per-turn diff off.",
+    )
     verifier_timeout_s: float = Field(
         default=120.0, gt=0, description="Wall-clock limit of one Python verifier run."
     )

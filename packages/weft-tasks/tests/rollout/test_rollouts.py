@@ -44,6 +44,23 @@ def _good_script():
     ]
 
 
+def _changes(segment):
+    """{mcp: {table: {"ins": keys, "upd": {key: {field: (old, new)}}, "del": keys}}} of a turn."""
+    assert segment.state_diff is not None and segment.state_diff.error is None
+    out = {}
+    for mcp, changes in segment.state_diff.mcps.items():
+        for table, diff in changes.db.tables.items():
+            out.setdefault(mcp, {})[table] = {
+                "ins": sorted(diff.inserts),
+                "upd": {
+                    k: {f: (c.old, c.new) for f, c in u.changed.items()}
+                    for k, u in diff.updates.items()
+                },
+                "del": sorted(diff.deletes),
+            }
+    return out
+
+
 @pytest.mark.parametrize("mode", ["agentic", "simuser"])
 async def test_teacher_rollout_passes_every_checkpoint_and_agrees_with_its_ledger(megamcp, mode):
     client, graph = megamcp
@@ -57,6 +74,18 @@ async def test_teacher_rollout_passes_every_checkpoint_and_agrees_with_its_ledge
     assert trace.reward == 1.0
     assert len(trace.ledger) == 3 and all(e.call_id for e in trace.ledger)
     assert trace_ledger_problems(trace.messages, trace.ledger) == []
+    # Each turn's state diff (MegaMCP's, since the previous checkpoint) is what its calls did:
+    # the lookup changed nothing, the upgrade one cell, the ticket one new row.
+    assert [s.state_diff.since for s in trace.segments] == ["initial", "n1", "n2"]
+    n1, n2, n3 = (_changes(s) for s in trace.segments)
+    assert n1 == {}
+    assert n2 == {
+        "crm": {"customer": {"ins": [], "upd": {"1": {"tier": ("silver", "gold")}}, "del": []}}
+    }
+    ticket = trace.segments[2].state_diff.mcps["helpdesk"].db.tables["ticket"]
+    assert n3 == {"helpdesk": {"ticket": {"ins": ["2"], "upd": {}, "del": []}}}
+    assert ticket.inserts["2"]["customer_email"] == "ada@example.com"
+    assert ticket.inserts["2"]["status"] == "open"
     if mode == "simuser":
         # one turn per node, each segment holds exactly its own call
         assert [s.ledger_seqs for s in trace.segments] == [
@@ -102,6 +131,10 @@ async def test_a_scripted_wrong_action_fails_its_checkpoint(megamcp, scripted):
     assert passed == {"n1": True, "n2": False, "n3": True}
     failing = [o for o in trace.segments[1].outcome.outcomes if not o.passed]
     assert {o.check_id for o in failing} >= {"n2.tier"}
+    # The turn's diff shows what the policy really did: Alan upgraded, Ada untouched.
+    assert _changes(trace.segments[1]) == {
+        "crm": {"customer": {"ins": [], "upd": {"2": {"tier": ("bronze", "gold")}}, "del": []}}
+    }
     assert not trace.final.passed
     assert trace.reward == pytest.approx(2 / 3)
     assert trace.error is None and trace.infrastructure_retries == 0
@@ -345,6 +378,10 @@ async def test_agentic_checkpoints_come_from_a_ledger_replay_in_megamcp(megamcp,
     assert first.ledger_seqs == {"crm": [0]} and second.ledger_seqs == {"crm": [1]}
     assert first.start == 0 and first.end == second.start and second.end == len(trace.messages)
     assert trace_ledger_problems(trace.messages, trace.ledger) == []
+    # The replay's diffs: n1 upgraded Ada, n2 (since n1) took it back.
+    assert _changes(first)["crm"]["customer"]["upd"] == {"1": {"tier": ("silver", "gold")}}
+    assert _changes(second)["crm"]["customer"]["upd"] == {"1": {"tier": ("gold", "silver")}}
+    assert second.state_diff.since == "n1"
 
 
 async def test_llm_user_simulator_in_a_rollout_is_validated_and_falls_back(megamcp):

@@ -65,6 +65,12 @@ async def test_restore_and_resample_leaves_no_trace_of_the_discarded_attempt(meg
     assert got.teacher_calls == teacher.calls == 9
     assert all(s.outcome is not None and s.outcome.passed for s in got.trace.segments)
     text = got.trace.model_dump_json()
+    # The kept n2 turn's state diff (restored baseline) is its own upgrade, nothing discarded.
+    n2 = got.trace.segments[1].state_diff
+    assert n2 is not None and n2.since == "n1"
+    assert {m for m, c in n2.mcps.items() if not c.empty} == {"crm"}
+    updates = n2.mcps["crm"].db.tables["customer"].updates
+    assert {k: u.changed["tier"].new for k, u in updates.items()} == {"1": "gold"}
     # History: the discarded attempt's calls, results and reply are gone.
     assert "stray" not in text and '"customer_id": 2' not in text
     # Ledger (restored with the state): only the kept calls, each tied to a kept message.

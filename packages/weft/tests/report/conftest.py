@@ -5,6 +5,8 @@ that fails a checkpoint, makes a tool error and was rerun after an infrastructur
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from weft_core.models import (
 )
 from weft_core.models.check import FieldEquals, ReturnContains
 from weft_core.models.ledger import ErrorKind
+from weft_core.state import CheckpointDiff, SessionChanges, diff_sqlite
 
 POLICY_MODEL = "openai:gpt-4o-mini"
 
@@ -106,7 +109,46 @@ def _call(cid: str, name: str, args: dict[str, Any]) -> ChatMessage:
     )
 
 
-def _trace(rid: str, harness: str, model: str, *, fail_n2: bool) -> Trace:
+def _helpdesk_db(path: Path, script: str) -> Path:
+    conn = sqlite3.connect(path)
+    conn.executescript(script)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _turn_diffs(root: Path, *, fail_n2: bool) -> tuple[CheckpointDiff, CheckpointDiff]:
+    """Each turn's state diff as MegaMCP computes it, on real SQLite files: the lookup changes
+    nothing; a created ticket inserts its row and bumps its queue's open count."""
+    root.mkdir(parents=True, exist_ok=True)
+    seed = _helpdesk_db(
+        root / "seed.sqlite",
+        "CREATE TABLE ticket (id TEXT PRIMARY KEY, email TEXT, status TEXT);"
+        "CREATE TABLE queue (name TEXT PRIMARY KEY, open INTEGER, updated TEXT);"
+        "INSERT INTO queue VALUES ('support', 4, '2026-01-01');",
+    )
+    after = root / "n2.sqlite"
+    shutil.copyfile(seed, after)
+    if not fail_n2:
+        _helpdesk_db(
+            after,
+            "INSERT INTO ticket VALUES ('T9', 'ada@x.io', 'open');"
+            "UPDATE queue SET open = 5, updated = '2026-01-02' WHERE name = 'support';",
+        )
+    n1 = CheckpointDiff(
+        since="initial",
+        mcps={"crm": SessionChanges(), "helpdesk": SessionChanges(db=diff_sqlite(seed, seed))},
+        max_rows=200,
+    )
+    n2 = CheckpointDiff(
+        since="n1",
+        mcps={"crm": SessionChanges(), "helpdesk": SessionChanges(db=diff_sqlite(seed, after))},
+        max_rows=200,
+    )
+    return n1, n2
+
+
+def _trace(rid: str, harness: str, model: str, root: Path, *, fail_n2: bool) -> Trace:
     messages = [
         ChatMessage(role="user", content="Find Ada's email, then open a ticket for her."),
         _call("call_0", "crm_get_customer", {"customer_id": "C1"}),
@@ -139,6 +181,7 @@ def _trace(rid: str, harness: str, model: str, *, fail_n2: bool) -> Trace:
             result="error: invalid email" if fail_n2 else {"ticket_id": "T9"},
         ),
     ]
+    diff1, diff2 = _turn_diffs(root / rid, fail_n2=fail_n2)
     ok = EvaluationResult(
         outcomes=[
             CheckOutcome(
@@ -167,7 +210,14 @@ def _trace(rid: str, harness: str, model: str, *, fail_n2: bool) -> Trace:
         messages=messages,
         ledger=ledger,
         segments=[
-            TurnSegment(node_id="n1", start=0, end=3, ledger_seqs={"crm": [0]}, outcome=ok),
+            TurnSegment(
+                node_id="n1",
+                start=0,
+                end=3,
+                ledger_seqs={"crm": [0]},
+                outcome=ok,
+                state_diff=diff1,
+            ),
             TurnSegment(
                 node_id="n2",
                 start=3,
@@ -175,6 +225,7 @@ def _trace(rid: str, harness: str, model: str, *, fail_n2: bool) -> Trace:
                 ledger_seqs={"helpdesk": [0]},
                 outcome=n2,
                 attempts=2 if fail_n2 else 1,
+                state_diff=diff2,
             ),
         ],
         final=EvaluationResult(outcomes=ok.outcomes + n2.outcomes),
@@ -237,9 +288,9 @@ def write_run(root: Path) -> Path:
         ],
     )
     lines = [
-        _trace("r-teacher", "teacher", "reference-chain", fail_n2=False),
+        _trace("r-teacher", "teacher", "reference-chain", root / "dbs", fail_n2=False),
         infra,
-        _trace("r-policy", "react", POLICY_MODEL, fail_n2=True),
+        _trace("r-policy", "react", POLICY_MODEL, root / "dbs", fail_n2=True),
     ]
     traces.write_text(
         "".join(t.sealed().model_dump_json() + "\n" for t in lines) + '{"torn": \n',

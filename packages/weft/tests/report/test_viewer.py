@@ -46,3 +46,38 @@ def test_traces_of_a_task_without_its_graph_still_get_a_row(run_dir):
     index, blobs = viewer_data(run)
     assert index[0][0] == "standard-0-00001" and index[0][4] == 2
     assert decode_blob(blobs[0])["missing"] == "task graph not in this run"
+
+
+def test_a_turn_carries_its_row_level_state_diff(run_dir):
+    _, blobs = viewer_data(load_run(run_dir))
+    rollouts = {r["id"]: r for r in decode_blob(blobs[0])["rollouts"]}
+    n1, n2 = (s["diff"] for s in rollouts["r-teacher"]["segments"])
+    assert n1 == {"since": "initial", "trunc": False, "max": 200, "err": None, "mcps": {}}
+    tables = n2["mcps"]["helpdesk"]["tables"]
+    assert tables["ticket"]["ins"] == [["T9", {"id": "T9", "email": "ada@x.io", "status": "open"}]]
+    [[key, old, new, changed]] = tables["queue"]["upd"]
+    assert key == "support" and changed == ["open", "updated"]
+    assert (old["open"], new["open"]) == (4, 5)
+    assert tables["queue"]["n"] == {"inserts": 0, "updates": 1, "deletes": 0}
+    # The policy's ticket call failed: its turn changed nothing.
+    assert rollouts["r-policy"]["segments"][1]["diff"]["mcps"] == {}
+
+
+def test_a_capped_diff_and_a_trace_without_diffs():
+    from weft.report.viewer import MAX_CELL, diff_payload
+    from weft_core.state import CheckpointDiff, SessionChanges, StateDiff, TableDiff
+
+    assert diff_payload(None) is None  # a schema-1 trace
+    table = TableDiff(
+        inserts={"1": {"id": 1, "body": "b" * (MAX_CELL + 7)}}, omitted={"inserts": 9}
+    )
+    diff = CheckpointDiff(
+        since="n1",
+        mcps={"mail": SessionChanges(db=StateDiff(tables={"message": table}))},
+        max_rows=1,
+    )
+    got = diff_payload(diff)
+    assert got is not None and got["trunc"] and got["max"] == 1
+    t = got["mcps"]["mail"]["tables"]["message"]
+    assert t["om"] == 9 and t["n"]["inserts"] == 10
+    assert t["ins"][0][1]["body"].endswith("(7 more characters)")

@@ -8,11 +8,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from weft_core._files import atomic_write_text
 from weft_core._hashing import content_hash
+from weft_core._model import WeftModel
 from weft_core.exceptions import ArtifactError
+
+__all__ = ["Artifact", "WeftModel", "artifact_time", "sealed_by_older_rule"]
 
 # Fields that describe an artifact rather than its content, so they never enter its hash.
 _HASH_EXCLUDE = {"content_hash", "version", "created_at"}
@@ -30,12 +33,6 @@ def artifact_time() -> datetime:
                 f"SOURCE_DATE_EPOCH={pinned!r} is not a whole number of seconds since 1970"
             ) from None
     return datetime.now(UTC)
-
-
-class WeftModel(BaseModel):
-    """Strict pydantic base for nested records: unknown fields are errors, not silently dropped."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class Artifact(WeftModel):
@@ -57,6 +54,8 @@ class Artifact(WeftModel):
     # Optional fields added after files were written: left out of the hash while unset, so
     # adding one does not change the hash of existing artifacts.
     OMIT_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset()
+    # The same for fields added to the items of a list field: {list field: {item fields}}.
+    OMIT_ITEM_FIELDS_WHEN_UNSET: ClassVar[dict[str, frozenset[str]]] = {}
 
     schema_version: int = Field(default=1, description="Format version of this artifact class.")
     version: int = Field(default=1, ge=1, description="Revision number of this content.")
@@ -80,6 +79,11 @@ class Artifact(WeftModel):
         for name in self.OMIT_WHEN_UNSET:
             if data.get(name) is None:
                 data.pop(name, None)
+        for name, fields in self.OMIT_ITEM_FIELDS_WHEN_UNSET.items():
+            for item in data.get(name) or []:
+                for field in fields:
+                    if isinstance(item, dict) and item.get(field) is None:
+                        item.pop(field, None)
         return data
 
     def compute_hash(self) -> str:

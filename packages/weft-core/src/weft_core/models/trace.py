@@ -12,6 +12,7 @@ from weft_core.exceptions import ArtifactError
 from weft_core.models._base import Artifact, WeftModel
 from weft_core.models.check import EvaluationResult
 from weft_core.models.ledger import LedgerEntry
+from weft_core.state._checkpoint import CheckpointDiff
 
 
 class ToolCallFunction(WeftModel):
@@ -70,6 +71,11 @@ class TurnSegment(WeftModel):
     )
     tokens: int = Field(
         default=0, description="Completion tokens spent on this turn, all attempts."
+    )
+    state_diff: CheckpointDiff | None = Field(
+        default=None,
+        description="Rows and files the turn inserted / updated / deleted, per MCP, as MegaMCP "
+        "diffed them at the turn's checkpoint (Trace schema 3; None in older traces).",
     )
 
 
@@ -179,15 +185,23 @@ def failures_from_v1(error: str | None) -> list[TraceFailure]:
 
 class Trace(Artifact):
     """One rollout. Its content hash leaves out the ledger's clock fields (`started_at`,
-    `duration_ms`): the same episode replayed later is the same trace."""
+    `duration_ms`): the same episode replayed later is the same trace.
 
+    Schema 3 added `TurnSegment.state_diff`; a schema-2 trace (none recorded) loads unchanged,
+    with its hash, as it is left out of the hash while unset.
+    """
+
+    # 2: typed `failures` replace the `error` string; 3: `TurnSegment.state_diff`.
+    SCHEMA_VERSION: ClassVar[int] = 3
+    OMIT_ITEM_FIELDS_WHEN_UNSET: ClassVar[dict[str, frozenset[str]]] = {
+        "segments": frozenset({"state_diff"})
+    }
     CLOCK_FIELDS: ClassVar[dict[str, Any]] = {
         "ledger": {"__all__": {"started_at": True, "duration_ms": True}}
     }
     OMIT_WHEN_UNSET: ClassVar[frozenset[str]] = frozenset({"task_hash"})
-    SCHEMA_VERSION: ClassVar[int] = 2  # 2: typed `failures` replace the `error` string
 
-    schema_version: int = Field(default=2, description="Format version of this artifact class.")
+    schema_version: int = Field(default=3, description="Format version of this artifact class.")
     id: str
     task_id: str
     task_hash: str | None = Field(

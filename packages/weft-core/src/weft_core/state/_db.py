@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
+from weft_core._model import WeftModel
 from weft_core.exceptions import UserError, WeftRuntimeError
-from weft_core.models._base import WeftModel
 
 # Tables that belong to SQLite or to the migration tool, never to the environment's state.
 _SKIPPED_EXACT = frozenset({"alembic_version"})

@@ -7,7 +7,7 @@ from typing import Any
 from deepdiff import DeepDiff
 from pydantic import Field
 
-from weft_core.models._base import WeftModel
+from weft_core._model import WeftModel
 from weft_core.state._db import DBState
 
 
@@ -26,16 +26,22 @@ class TableDiff(WeftModel):
     inserts: dict[str, dict[str, Any]] = Field(default_factory=dict, description="key -> new row")
     updates: dict[str, RowUpdate] = Field(default_factory=dict, description="key -> update")
     deletes: dict[str, dict[str, Any]] = Field(default_factory=dict, description="key -> old row")
+    omitted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Changed rows left out by a size cap, per kind ('inserts', 'updates', "
+        "'deletes'); `counts()` includes them.",
+    )
 
     @property
     def empty(self) -> bool:
-        return not (self.inserts or self.updates or self.deletes)
+        return not (self.inserts or self.updates or self.deletes or any(self.omitted.values()))
 
     def counts(self) -> dict[str, int]:
+        """Rows changed per kind, those left out by a cap included."""
         return {
-            "inserts": len(self.inserts),
-            "updates": len(self.updates),
-            "deletes": len(self.deletes),
+            "inserts": len(self.inserts) + self.omitted.get("inserts", 0),
+            "updates": len(self.updates) + self.omitted.get("updates", 0),
+            "deletes": len(self.deletes) + self.omitted.get("deletes", 0),
         }
 
 
@@ -53,6 +59,11 @@ class StateDiff(WeftModel):
     @property
     def empty(self) -> bool:
         return not self.tables and not self.tables_added and not self.tables_removed
+
+    @property
+    def truncated(self) -> bool:
+        """Whether a size cap left changed rows out (each table's `omitted` says how many)."""
+        return any(any(t.omitted.values()) for t in self.tables.values())
 
     def table(self, name: str) -> TableDiff:
         return self.tables.get(name) or TableDiff()

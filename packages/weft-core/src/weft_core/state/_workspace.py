@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from weft_core.models._base import WeftModel
+from weft_core._model import WeftModel
 from weft_core.state._db import StateCaptureError, StateError
 
 # Files up to this size that decode as UTF-8 keep their text, so checks can read them.

@@ -56,6 +56,7 @@ class GroupCore:
         token_ttl_s: float = 24 * 3600.0,
         call_timeout_s: float = 60.0,
         sanitizer: Sanitizer | None = None,
+        diff_max_rows: int = 200,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.groups_dir = self.data_dir / "groups"
@@ -66,6 +67,7 @@ class GroupCore:
         self.registry = registry
         self.token_ttl_s = token_ttl_s
         self.call_timeout_s = call_timeout_s
+        self.diff_max_rows = diff_max_rows
         self.sanitizer = sanitizer or Sanitizer()
         self.sanitizer.add_secret(str(self.data_dir))
         self.modules = ModuleRuntime(registry)

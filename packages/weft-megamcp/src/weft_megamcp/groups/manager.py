@@ -7,15 +7,28 @@ Tenancy binds on the per-session bearer token; tokens are stored only as sha256.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 from pathlib import Path
 
 from weft_core.models import FINAL_CHECKPOINT
-from weft_megamcp._session import GROUP_FILE, HostedGroup, HostedSession
+from weft_core.state import (
+    INITIAL,
+    CheckpointDiff,
+    StateCaptureError,
+    StateError,
+    WorkspaceState,
+)
+from weft_megamcp._session import (
+    GROUP_FILE,
+    HostedGroup,
+    HostedSession,
+)
+from weft_megamcp.checkpoint_diff import capture_files, checkpoint_diff
 from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
 from weft_megamcp.groups.calls import ToolCalls
-from weft_megamcp.groups.core import _new_id
+from weft_megamcp.groups.core import _new_id, log
 from weft_megamcp.groups.lifecycle import GroupLifecycle
 from weft_megamcp.groups.snapshots import GroupSnapshots
 from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupStatus, VerificationResult
@@ -122,17 +135,57 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
     async def checkpoint_verify(
         self, group_id: str, checkpoint: str, *, timeout_s: float = 120.0
     ) -> VerificationResult:
-        """Run one checkpoint's checks on a consistent copy of the live state; the group goes on."""
+        """Run one checkpoint's checks on a consistent copy of the live state; the group goes on.
+        With the diff on (`diff_max_rows` > 0) the result carries the rows and files changed
+        since the previous checkpoint (see `checkpoint_diff`)."""
         group = self.get(group_id)
         self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
         await self._ensure_loaded(group)
         with tempfile.TemporaryDirectory(prefix="megamcp-ckpt-", dir=self.data_dir) as tmp:
             copies: dict[str, Path] = {}
-            async with await self._quiesce(group):
-                for m, s in group.sessions.items():
-                    if s.db_path.exists():
-                        copies[m] = Path(tmp) / f"{m}.sqlite"
-                        shutil.copyfile(s.db_path, copies[m])
-            return await run_verifier(
-                group, self.registry, checkpoint, copies, frozen=True, timeout_s=timeout_s
+            files: dict[str, WorkspaceState] = {}
+            async with group.checkpoint_lock:
+                async with await self._quiesce(group):
+                    for m, s in group.sessions.items():
+                        if s.db_path.exists():
+                            copies[m] = Path(tmp) / f"{m}.sqlite"
+                            shutil.copyfile(s.db_path, copies[m])
+                        if self.diff_max_rows > 0:
+                            files[m] = await asyncio.to_thread(capture_files, s)
+                result = await run_verifier(
+                    group, self.registry, checkpoint, copies, frozen=True, timeout_s=timeout_s
+                )
+                if self.diff_max_rows <= 0:
+                    return result
+                return result.model_copy(
+                    update={"state_diff": await self._state_diff(group, checkpoint, copies, files)}
+                )
+
+    async def _state_diff(
+        self,
+        group: HostedGroup,
+        checkpoint: str,
+        copies: dict[str, Path],
+        files: dict[str, WorkspaceState],
+    ) -> CheckpointDiff:
+        initial = {
+            m: self.registry.snapshot_file(s.initial_uri)[0] if s.initial_uri else None
+            for m, s in group.sessions.items()
+        }
+        try:
+            return await asyncio.to_thread(
+                checkpoint_diff,
+                group.sessions,
+                checkpoint,
+                copies,
+                files,
+                initial,
+                max_rows=self.diff_max_rows,
+            )
+        except (StateError, StateCaptureError, OSError) as exc:
+            log.warning("group %s: no state diff at %s: %s", group.group_id, checkpoint, exc)
+            return CheckpointDiff(
+                since=INITIAL,
+                max_rows=self.diff_max_rows,
+                error=self.sanitizer.text(f"{type(exc).__name__}: {exc}"),
             )

@@ -9,7 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from weft_megamcp._session import DB_NAME, LEDGER_NAME, WORKSPACE_NAME, HostedGroup, HostedSession
+from weft_megamcp._session import (
+    DB_NAME,
+    LEDGER_NAME,
+    WORKSPACE_NAME,
+    HostedGroup,
+    HostedSession,
+)
+from weft_megamcp.checkpoint_diff import CHECKPOINT_FILES
 from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
 from weft_megamcp.groups.core import _new_id
 from weft_megamcp.groups.idle import IdleGroups
@@ -17,9 +24,10 @@ from weft_megamcp.models import GroupHandle, GroupStatus
 
 
 def _copy_state(src: Path, dst: Path) -> None:
-    """Copy a session's DB, workspace and ledger from folder `src` to folder `dst` (plain copies)."""
+    """Copy a session's DB, workspace, ledger and checkpoint-diff baselines from folder `src` to
+    folder `dst` (plain copies)."""
     dst.mkdir(parents=True, exist_ok=True)
-    for name in (DB_NAME, DB_NAME + "-wal", LEDGER_NAME):
+    for name in (DB_NAME, DB_NAME + "-wal", LEDGER_NAME, *CHECKPOINT_FILES):
         if (src / name).exists():
             shutil.copyfile(src / name, dst / name)
         else:

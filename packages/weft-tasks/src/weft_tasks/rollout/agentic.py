@@ -24,6 +24,7 @@ from weft_core.models import (
     TraceFailure,
     Verifier,
 )
+from weft_core.state import CheckpointDiff
 from weft_megamcp.models import VerificationResult
 from weft_megamcp.service import GroupService
 
@@ -37,6 +38,9 @@ def verifier_failure(where: str, error: str) -> TraceFailure:
 class AgenticCheckpoints:
     outcomes: dict[str, EvaluationResult | None] = field(default_factory=dict)
     passed_at: dict[str, int | None] = field(default_factory=dict)
+    # The state change MegaMCP diffed when each node passed (or was last verified): since the
+    # previous node passed, as the host keeps a re-verified checkpoint's start.
+    diffs: dict[str, CheckpointDiff | None] = field(default_factory=dict)
     problems: list[TraceFailure] = field(default_factory=list)
 
 
@@ -71,19 +75,23 @@ async def replay_checkpoints(
                     )
                 )
             while pending:
-                ev, err = evaluation(await service.checkpoint_verify(shadow, pending[0]))
+                verified = await service.checkpoint_verify(shadow, pending[0])
+                ev, err = evaluation(verified)
                 if err:
                     result.problems.append(verifier_failure(f"checkpoint {pending[0]}", err))
                 if ev is None or not ev.passed:
                     break
                 result.outcomes[pending[0]] = ev
+                result.diffs[pending[0]] = verified.state_diff
                 result.passed_at[pending[0]] = i
                 pending.pop(0)
         for node_id in pending:
-            ev, err = evaluation(await service.checkpoint_verify(shadow, node_id))
+            verified = await service.checkpoint_verify(shadow, node_id)
+            ev, err = evaluation(verified)
             if err:
                 result.problems.append(verifier_failure(f"checkpoint {node_id}", err))
             result.outcomes[node_id] = ev
+            result.diffs[node_id] = verified.state_diff
             result.passed_at[node_id] = None
     finally:
         with contextlib.suppress(Exception):

@@ -33,6 +33,7 @@ from weft_core.models import (
     TurnSegment,
     ViewMode,
 )
+from weft_core.state import CheckpointDiff
 from weft_megamcp.models import VerificationResult
 from weft_megamcp.service import GroupService
 from weft_tasks.gateway import CaptureGateway, mark_merges, tie_calls
@@ -81,6 +82,7 @@ class _Turn:
     start: int
     end: int
     outcomes: dict[str, EvaluationResult | None] = field(default_factory=dict)
+    diffs: dict[str, CheckpointDiff | None] = field(default_factory=dict)
 
 
 async def _attempt(
@@ -134,6 +136,7 @@ async def _attempt(
             turn = _Turn(node_ids=[node_id], start=start, end=len(transcript))
             result = await service.checkpoint_verify(handle, node_id)
             turn.outcomes[node_id], err = evaluation_of(result)
+            turn.diffs[node_id] = result.state_diff
             if err:
                 problems.append(verifier_failure(f"checkpoint {node_id}", err))
             turns.append(turn)
@@ -163,7 +166,8 @@ async def _attempt(
         for node_id in [n for n in order if n not in reached]:
             # SimUser nodes the harness never reached, and a one-node agentic task, are
             # verified on the state the episode left behind.
-            evaluation, err = evaluation_of(await service.checkpoint_verify(handle, node_id))
+            verified = await service.checkpoint_verify(handle, node_id)
+            evaluation, err = evaluation_of(verified)
             if err:
                 problems.append(verifier_failure(f"checkpoint {node_id}", err))
             start = turns[-1].end if turns else 0
@@ -173,6 +177,7 @@ async def _attempt(
                     start=start,
                     end=len(run.messages),
                     outcomes={node_id: evaluation},
+                    diffs={node_id: verified.state_diff},
                 )
             )
         await service.freeze(handle)
@@ -247,6 +252,7 @@ async def _agentic_turns(
                 start=start,
                 end=end,
                 outcomes={node_id: replay.outcomes.get(node_id)},
+                diffs={node_id: replay.diffs.get(node_id)},
             )
         )
         start = end
@@ -288,6 +294,7 @@ def _segments(
                     end=turn.end,
                     ledger_seqs={k: sorted(v) for k, v in seqs.items()},
                     outcome=turn.outcomes.get(node_id),
+                    state_diff=turn.diffs.get(node_id),
                 )
             )
     return segments

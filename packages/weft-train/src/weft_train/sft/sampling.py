@@ -36,6 +36,7 @@ from weft_core.models import (
     TurnSegment,
     ViewMode,
 )
+from weft_core.state import CheckpointDiff
 from weft_tasks.harness.mcp_tools import group_client, openai_tool, result_text
 from weft_tasks.harness.messages import model_calls, to_chat_messages
 from weft_tasks.harness.protocol import MCPEndpoint
@@ -245,11 +246,14 @@ class _Sampler:
         persona = persona_of(view, self.graph, self.seed)
         return SimUser(self.graph, self.config.disclosure, persona, ProgrammaticRequestWriter())
 
-    async def _verify(self, node_id: str) -> EvaluationResult | None:
-        outcome, err = evaluation_of(await self.service.checkpoint_verify(self.handle, node_id))
+    async def _verify(self, node_id: str) -> tuple[EvaluationResult | None, CheckpointDiff | None]:
+        """The checkpoint's outcome and MegaMCP's state diff of the turn (None from a host
+        that does not diff)."""
+        result = await self.service.checkpoint_verify(self.handle, node_id)
+        outcome, err = evaluation_of(result)
         if err:
             raise TrainRuntimeError(f"task {self.graph.id}: checkpoint {node_id}: {err}")
-        return outcome
+        return outcome, getattr(result, "state_diff", None)
 
     async def _turn(self, history: list[BaseMessage]) -> _Turn:
         return await _run_turn(
@@ -271,7 +275,7 @@ class _Sampler:
                 done = await self._turn(history)
                 seg_calls += done.calls
                 seg_tokens += done.tokens
-                outcome = await self._verify(turn.node_id)
+                outcome, diff = await self._verify(turn.node_id)
                 if outcome is not None and outcome.passed:
                     history += done.messages
                     break
@@ -291,6 +295,7 @@ class _Sampler:
                     attempts=tries,
                     teacher_calls=seg_calls,
                     tokens=seg_tokens,
+                    state_diff=diff,
                 )
             )
             if outcome is None or not outcome.passed:
@@ -315,7 +320,7 @@ class _Sampler:
                 done = await self._turn(history)
                 history += done.messages
                 calls, tokens = calls + done.calls, tokens + done.tokens
-                outcome = await self._verify(turn.node_id)
+                outcome, diff = await self._verify(turn.node_id)
                 segments.append(
                     TurnSegment(
                         node_id=turn.node_id,
@@ -325,6 +330,7 @@ class _Sampler:
                         attempts=1,
                         teacher_calls=done.calls,
                         tokens=done.tokens,
+                        state_diff=diff,
                     )
                 )
                 if outcome is None or not outcome.passed:

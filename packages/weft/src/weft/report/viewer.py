@@ -17,8 +17,10 @@ from typing import Any
 
 from weft.report.data import DiscardedAttempt, RunData, is_reference
 from weft_core.models import EvaluationResult, TaskGraph, Trace
+from weft_core.state import CheckpointDiff, FileState, TableDiff
 
 MAX_TEXT = 3000  # characters of one message or tool result kept; the rest is counted, not shown
+MAX_CELL = 300  # characters of one cell of a diffed row kept in the page
 
 
 def _clip(text: str | None) -> str | None:
@@ -35,6 +37,59 @@ def _outcomes(result: EvaluationResult | None) -> list[list[Any]] | None:
     if result is None:
         return None
     return [[o.check_id, o.kind, o.passed, o.reason] for o in result.outcomes]
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_CELL:
+        return value[:MAX_CELL] + f"… ({len(value) - MAX_CELL} more characters)"
+    return value
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: _cell(v) for k, v in row.items()}
+
+
+def _table_payload(diff: TableDiff) -> dict[str, Any]:
+    return {
+        "ins": [[k, _row(r)] for k, r in diff.inserts.items()],
+        "upd": [[k, _row(u.old), _row(u.new), sorted(u.changed)] for k, u in diff.updates.items()],
+        "del": [[k, _row(r)] for k, r in diff.deletes.items()],
+        "n": diff.counts(),
+        "om": sum(diff.omitted.values()),
+    }
+
+
+def _file(f: FileState) -> list[Any]:
+    return [f.size, _clip(f.text), f.symlink]
+
+
+def diff_payload(diff: CheckpointDiff | None) -> dict[str, Any] | None:
+    """A turn's state diff as the viewer draws it: per MCP, changed tables (inserted, updated
+    with their changed columns, deleted rows) and files; MCPs that changed nothing left out."""
+    if diff is None:
+        return None
+    mcps: dict[str, Any] = {}
+    for mcp, changes in sorted(diff.mcps.items()):
+        if changes.empty:
+            continue
+        files = changes.files
+        mcps[mcp] = {
+            "tables": {t: _table_payload(d) for t, d in sorted(changes.db.tables.items())},
+            "new": changes.db.tables_added,
+            "dropped": changes.db.tables_removed,
+            "files": {
+                "add": [[p, *_file(f)] for p, f in files.added.items()],
+                "mod": [[p, *_file(c.old), *_file(c.new)] for p, c in files.modified.items()],
+                "rm": [[p, *_file(f)] for p, f in files.removed.items()],
+            },
+        }
+    return {
+        "since": diff.since,
+        "trunc": diff.truncated,
+        "max": diff.max_rows,
+        "err": diff.error,
+        "mcps": mcps,
+    }
 
 
 def graph_payload(graph: TaskGraph) -> dict[str, Any]:
@@ -124,6 +179,7 @@ def trace_payload(trace: Trace, discarded: list[DiscardedAttempt]) -> dict[str, 
                 "attempts": s.attempts,
                 "ledger": s.ledger_seqs,
                 "outcome": _outcomes(s.outcome),
+                "diff": diff_payload(s.state_diff),
             }
             for s in trace.segments
         ],

@@ -6,8 +6,14 @@
 //      rollouts:[{id, view, harness, model, ref, reward, passed, final, error, retries,
 //                 discarded, messages:[{r, c, tc:[[id, name, args]], id}],
 //                 ledger:[{mcp, seq, tool, args, err, kind, mut, sv, call, res}],
-//                 segments:[{node, start, end, attempts, ledger, outcome}]}]}
+//                 segments:[{node, start, end, attempts, ledger, outcome, diff}]}]}
 //   outcomes are [[check id, kind, passed, reason], ...].
+//   diff (null in traces without one): {since, trunc, max, err, mcps:{mcp:{
+//     tables:{table:{ins:[[key, row]], upd:[[key, old row, new row, [changed cols]]],
+//                    del:[[key, row]], n:{inserts, updates, deletes}, om}},
+//     new:[table], dropped:[table],
+//     files:{add:[[path, size, text, link]], mod:[[path, size, text, link, size, text, link]],
+//            rm:[[path, size, text, link]]}}}}
 // Deep links: #task=<id>&rollout=<id>.
 "use strict";
 (function () {
@@ -264,6 +270,70 @@
     );
   }
 
+  // A turn's row-level state diff (MegaMCP's, since the previous checkpoint): per MCP and table,
+  // one row per inserted / updated / deleted key; an updated row shows old → new in the cells
+  // that changed, highlighted.
+  const cellText = (v) => (v === null || v === undefined ? "NULL" : typeof v === "string" ? v : JSON.stringify(v));
+
+  function diffTable(mcp, name, t) {
+    const cols = [];
+    const addCols = (row) => { for (const c of Object.keys(row)) if (!cols.includes(c)) cols.push(c); };
+    t.ins.forEach(([, r]) => addCols(r));
+    t.upd.forEach(([, o, n]) => { addCols(o); addCols(n); });
+    t.del.forEach(([, r]) => addCols(r));
+    const plain = (kind, sign, k, r) =>
+      el("tr", { class: kind }, el("td", { text: sign }), el("td", { text: k }), cols.map((c) => el("td", { text: c in r ? cellText(r[c]) : "" })));
+    const rows = [
+      ...t.ins.map(([k, r]) => plain("ins", "+", k, r)),
+      ...t.upd.map(([k, o, n, changed]) =>
+        el("tr", { class: "upd" }, el("td", { text: "~" }), el("td", { text: k }),
+          cols.map((c) => changed.includes(c)
+            ? el("td", { class: "chg" }, el("del", { text: cellText(o[c]) }), " → ", el("ins", { text: cellText(n[c]) }))
+            : el("td", { text: cellText(n[c]) })))),
+      ...t.del.map(([k, r]) => plain("del", "−", k, r)),
+    ];
+    return el("div", { class: "diff-table", "data-mcp": mcp, "data-table": name },
+      el("div", { class: "diff-head" }, el("b", { text: `${mcp} · ${name}` }),
+        ` +${t.n.inserts} inserted · ~${t.n.updates} updated · −${t.n.deletes} deleted`),
+      rows.length
+        ? el("table", { class: "diff" },
+            el("thead", {}, el("tr", {}, el("th", { text: "" }), el("th", { text: "key" }), cols.map((c) => el("th", { text: c })))),
+            el("tbody", {}, rows))
+        : null,
+      t.om ? el("small", { class: "muted", text: `${t.om} more changed row(s) not recorded (the per-turn cap)` }) : null);
+  }
+
+  function diffFiles(mcp, f) {
+    const items = [
+      ...f.add.map(([p, size, text, link]) => el("li", { class: "ins" }, `+ ${p} (${link ? "→ " + link : size + " B"})`, text !== null ? el("pre", { text }) : null)),
+      ...f.mod.map(([p, os, ot, , ns, nt]) => el("li", { class: "upd" }, `~ ${p} (${os} B → ${ns} B)`,
+        ot !== null || nt !== null ? el("div", { class: "chg" }, el("del", {}, el("pre", { text: ot ?? "(binary or large)" })), el("ins", {}, el("pre", { text: nt ?? "(binary or large)" }))) : null)),
+      ...f.rm.map(([p, size]) => el("li", { class: "del" }, `− ${p} (${size} B)`)),
+    ];
+    return items.length ? el("div", { class: "diff-files", "data-mcp": mcp }, el("b", { text: `${mcp} · workspace files` }), el("ul", {}, items)) : null;
+  }
+
+  function stateDiff(seg) {
+    const d = seg.diff;
+    if (!d) {
+      return el("div", { class: "state-diff none" }, el("small", { class: "muted",
+        text: "no row-level diff recorded for this turn (a trace from before Trace schema 3, or the host's diff was off)" }));
+    }
+    if (d.err) return el("div", { class: "state-diff" }, el("div", { class: "check failed", text: "state diff unavailable: " + d.err }));
+    const parts = [];
+    for (const [mcp, m] of Object.entries(d.mcps)) {
+      if (m.new.length || m.dropped.length) {
+        parts.push(el("div", { class: "muted" }, `${mcp}: tables created ${m.new.join(", ") || "none"}; dropped ${m.dropped.join(", ") || "none"}`));
+      }
+      for (const [name, t] of Object.entries(m.tables)) parts.push(diffTable(mcp, name, t));
+      parts.push(diffFiles(mcp, m.files));
+    }
+    return el("div", { class: "state-diff", "data-since": d.since },
+      el("div", { class: "role", text: `row-level state diff, since ${d.since === "initial" ? "the initial state" : "checkpoint " + d.since}` }),
+      parts.length ? parts : el("small", { class: "muted", text: "no row or file changed" }),
+      d.trunc ? el("div", { class: "notice", text: `Capped at ${d.max} rows per turn: the counts include the rows left out.` }) : null);
+  }
+
   function renderRollout(task, k) {
     const r = task.rollouts[k];
     const node = Object.fromEntries((task.nodes || []).map((n) => [n.id, n]));
@@ -297,7 +367,8 @@
             seg.attempts > 1 ? badge(`${seg.attempts} attempts`, "warn") : null),
           checks(seg.outcome),
           msgs.map(message),
-          stateChanges(r, seg)
+          stateChanges(r, seg),
+          stateDiff(seg)
         )
       );
     });
