@@ -22,7 +22,7 @@ def _schema1() -> dict[str, str]:
     return {json.loads(line)["id"]: line for line in lines}
 
 
-def test_new_trace_carries_typed_failures_and_schema_2() -> None:
+def test_new_trace_carries_typed_failures_at_the_current_schema() -> None:
     trace = Trace(
         id="r",
         task_id="t",
@@ -33,7 +33,9 @@ def test_new_trace_carries_typed_failures_and_schema_2() -> None:
         ],
     )
     loaded = Trace.from_json(trace.to_json())
-    assert loaded.schema_version == 2 and loaded.failures == trace.failures
+    # typed failures came with schema 2; schema 3 (per-turn state diffs) kept them
+    assert loaded.schema_version == Trace.SCHEMA_VERSION >= 2
+    assert loaded.failures == trace.failures
     assert loaded.error == "verifier at checkpoint n1: no such table"
     assert not loaded.failed_on_infrastructure
     assert Trace(id="r", task_id="t", view="v", harness="h").error is None
