@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from weft_core.models import MCPSpec, ToolSpec
-from weft_envsynth.filesem import file_semantics, file_tool_set
+from weft_envsynth.analyze import file_tool_set
+from weft_envsynth.filesem import file_semantics
 
 BLURB = "Part of a small file system for a team workspace. Tool description: "
 

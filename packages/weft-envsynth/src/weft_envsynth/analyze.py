@@ -27,7 +27,7 @@ from weft_envsynth._internal.jsonschema import field_type, schema_type, string_e
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
-from weft_envsynth.filesem import file_tool_set
+from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
 from weft_envsynth.plans import Analysis, ToolEffect
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
@@ -587,3 +587,23 @@ def analyze(spec: MCPSpec, llm: BaseChatModel | None = None) -> tuple[Analysis, 
             f"analyze: model analysis rejected ({problems[0]}; {len(problems)} problem(s)); used programmatic"
         ]
     return proposed, ["analyze: model analysis accepted"]
+
+
+def file_tool_set(spec: MCPSpec) -> dict[str, FileSemantics]:
+    """Tools of `spec` that act on the session workspace, when the tool set is file-oriented.
+
+    A tool set is file-oriented when its descriptions talk about files or folders and at least two
+    of its tools get a file verb; then every tool with a verb is bound to the workspace.
+    """
+    context = any(mentions_files(t.description) for t in spec.tools)
+    found = {t.name: s for t in spec.tools if (s := file_semantics(t, file_context=context))}
+    if len(found) < 2 or not context:
+        return {}
+    if any(s.verb == "navigate" for s in found.values()):
+        return found  # the tools imply a current directory: every file verb follows it
+    # No current directory: path-addressed file tools keep their plain file routes (read_file
+    # returns {path, content}); the verbs cover the tools those rules do not recognise.
+    by_name = {t.name: t for t in spec.tools}
+    return {
+        n: s for n, s in found.items() if not classify_operation(by_name[n])[0].startswith("file_")
+    }

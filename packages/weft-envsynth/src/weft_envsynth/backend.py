@@ -15,8 +15,8 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.analyze import file_tool_set
 from weft_envsynth.computesem import compute_semantics, operand_roles
-from weft_envsynth.filesem import file_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
 

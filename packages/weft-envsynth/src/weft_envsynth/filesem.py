@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from weft_core.models import MCPSpec, ToolSpec, WeftModel
+from weft_core.models import ToolSpec, WeftModel
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 
@@ -229,26 +229,9 @@ def file_semantics(tool: ToolSpec, *, file_context: bool = True) -> FileSemantic
     )
 
 
-def file_tool_set(spec: MCPSpec) -> dict[str, FileSemantics]:
-    """Tools of `spec` that act on the session workspace, when the tool set is file-oriented.
-
-    A tool set is file-oriented when its descriptions talk about files or folders and at least two
-    of its tools get a file verb; then every tool with a verb is bound to the workspace.
-    """
-    from weft_envsynth.analyze import classify_operation  # analyze uses this module
-
-    context = sum(1 for t in spec.tools if _FILE_CONTEXT.search(t.description)) >= 1
-    found = {t.name: s for t in spec.tools if (s := file_semantics(t, file_context=context))}
-    if len(found) < 2 or not context:
-        return {}
-    if any(s.verb == "navigate" for s in found.values()):
-        return found  # the tools imply a current directory: every file verb follows it
-    # No current directory: path-addressed file tools keep their plain file routes (read_file
-    # returns {path, content}); the verbs cover the tools those rules do not recognise.
-    by_name = {t.name: t for t in spec.tools}
-    return {
-        n: s for n, s in found.items() if not classify_operation(by_name[n])[0].startswith("file_")
-    }
+def mentions_files(text: str) -> bool:
+    """Whether a description talks about files, folders or a workspace."""
+    return _FILE_CONTEXT.search(text) is not None
 
 
 def semantic_args(roles: dict[str, str], args: dict[str, Any]) -> dict[str, Any]:

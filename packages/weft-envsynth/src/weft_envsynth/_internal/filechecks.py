@@ -9,7 +9,8 @@ from typing import Any
 
 from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
-from weft_envsynth.filesem import FileSemantics, file_tool_set
+from weft_envsynth.analyze import file_tool_set
+from weft_envsynth.filesem import FileSemantics
 from weft_envsynth.plans import IssueCategory
 
 # The validation workspace (validate.SEED_FILES) these probes are written against.
