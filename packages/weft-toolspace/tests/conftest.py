@@ -24,7 +24,13 @@ async def megamcp(tmp_path: Path) -> AsyncIterator[object]:
     from weft_megamcp import MegaMCPClient, MegaMCPHost, MegaMCPSettings
 
     async with (
-        MegaMCPHost.running(MegaMCPSettings(data_dir=tmp_path / "mega")) as host,
+        MegaMCPHost.running(
+            # the sandbox binds the servers' install folder read-only (see pipeline.hosted)
+            MegaMCPSettings(
+                data_dir=tmp_path / "mega",
+                sandbox_ro_paths=[ToolSpaceSettings().server_home.resolve()],
+            )
+        ) as host,
         MegaMCPClient(host.url, host.admin_token) as client,
     ):
         yield client

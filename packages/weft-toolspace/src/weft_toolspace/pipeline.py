@@ -21,12 +21,20 @@ if TYPE_CHECKING:
 
 
 @asynccontextmanager
-async def hosted(data_dir: Path) -> AsyncIterator[MegaMCPClient]:
-    """A MegaMCP host on 127.0.0.1 for one pipeline run (stopped on exit)."""
-    from weft_megamcp import MegaMCPClient, MegaMCPHost, MegaMCPSettings
+async def hosted(data_dir: Path, server_home: Path | None = None) -> AsyncIterator[MegaMCPClient]:
+    """A MegaMCP host on 127.0.0.1 for one pipeline run (stopped on exit).
 
+    The real servers run in MegaMCP's bubblewrap sandbox, which shows a command only its own
+    files: their install folder (`server_home`) is bound read-only so their venvs and
+    node_modules resolve.
+    """
+    from weft_megamcp import MegaMCPClient, MegaMCPHost, MegaMCPSettings
+    from weft_toolspace.settings import ToolSpaceSettings
+
+    home = server_home or ToolSpaceSettings().server_home
+    settings = MegaMCPSettings(data_dir=data_dir, sandbox_ro_paths=[home.resolve()])
     async with (
-        MegaMCPHost.running(MegaMCPSettings(data_dir=data_dir)) as host,
+        MegaMCPHost.running(settings) as host,
         MegaMCPClient(host.url, host.admin_token) as client,
     ):
         yield client
