@@ -10,7 +10,7 @@ from typing import Any
 from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
 from weft_envsynth.analyze import file_tool_set
-from weft_envsynth.filesem import FileSemantics
+from weft_envsynth.filesem import READ_VERBS, FileSemantics
 from weft_envsynth.plans import IssueCategory
 
 # The validation workspace (validate.SEED_FILES) these probes are written against.
@@ -103,24 +103,7 @@ class WorkspaceChecks:
             problem, category = f"valid call failed: {res.text}", error_category(res.text)
         elif missing := [f for f in sem.response_fields if f not in data]:
             problem = f"documented result field(s) {missing} missing"
-        elif (
-            v
-            in {
-                "navigate",
-                "where",
-                "list",
-                "read",
-                "tail",
-                "head",
-                "grep",
-                "sort",
-                "count",
-                "diff",
-                "find",
-                "usage",
-            }
-            and before != after
-        ):
+        elif v in READ_VERBS | {"navigate"} and before != after:
             problem = "a read changed the workspace files"
         elif v == "read" and first != self.seed_files[_FILE]:
             problem = "returned content differs from the file"
