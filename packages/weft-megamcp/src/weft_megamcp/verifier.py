@@ -101,9 +101,14 @@ async def run_verifier(
             passed=passed,
         )
     except (CheckError, UserError) as exc:
-        return VerificationResult(
-            checkpoint=checkpoint, outcomes=[], reward=0.0, passed=False, error=str(exc)
-        )
+        return _failed(checkpoint, str(exc))
+
+
+def _failed(checkpoint: str, error: str) -> VerificationResult:
+    """A verification that could not judge the state: reward 0, no outcomes, the reason."""
+    return VerificationResult(
+        checkpoint=checkpoint, outcomes=[], reward=0.0, passed=False, error=error
+    )
 
 
 async def _run_python(
@@ -138,42 +143,20 @@ async def _run_python(
         except TimeoutError:
             proc.kill()
             await proc.wait()
-            return VerificationResult(
-                checkpoint=checkpoint,
-                outcomes=[],
-                reward=0.0,
-                passed=False,
-                error=f"verifier timed out after {timeout_s:g} s",
-            )
+            return _failed(checkpoint, f"verifier timed out after {timeout_s:g} s")
         if proc.returncode != 0:
             tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            return VerificationResult(
-                checkpoint=checkpoint,
-                outcomes=[],
-                reward=0.0,
-                passed=False,
-                error=f"verifier failed: {tail[0][:300]}",
-            )
+            return _failed(checkpoint, f"verifier failed: {tail[0][:300]}")
         try:
             data = json.loads(out.decode().strip().splitlines()[-1])
             outcomes = [CheckOutcome.model_validate(o) for o in data["outcomes"]]
             reward = data.get("reward")
             reward = None if reward is None else float(reward)
         except (ValueError, IndexError, KeyError, TypeError, ValidationError) as exc:
-            return VerificationResult(
-                checkpoint=checkpoint,
-                outcomes=[],
-                reward=0.0,
-                passed=False,
-                error=f"verifier output is malformed: {type(exc).__name__}",
-            )
+            return _failed(checkpoint, f"verifier output is malformed: {type(exc).__name__}")
         if not outcomes:
-            return VerificationResult(
-                checkpoint=checkpoint,
-                outcomes=[],
-                reward=0.0,
-                passed=False,
-                error=f"the verifier returned no outcomes for checkpoint {checkpoint!r}",
+            return _failed(
+                checkpoint, f"the verifier returned no outcomes for checkpoint {checkpoint!r}"
             )
         passed = all(o.passed for o in outcomes)
         return VerificationResult(

@@ -106,6 +106,14 @@ def upstream_failed(calls: list[CapturedCall]) -> str | None:
     return None
 
 
+def time_limit_verdict(result: ProcessResult, calls: list[CapturedCall]) -> Verdict:
+    """The verdict of a harness run killed at its time limit: the policy stopped if the model
+    kept answering, else the infrastructure failed (no progress, or the upstream failing)."""
+    if calls and upstream_failed(calls) is None:
+        return Verdict(Outcome.STOPPED, f"time limit ({result.seconds:.0f}s) reached")
+    return Verdict(Outcome.INFRASTRUCTURE, f"no progress in {result.seconds:.0f}s")
+
+
 class CapturedHarness(abc.ABC):
     """Base of adapters whose transcript comes from the capture gateway. Subclasses write the
     harness's config (`prepare`) and judge its exit (`judge`)."""

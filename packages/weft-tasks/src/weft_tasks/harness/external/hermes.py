@@ -24,6 +24,7 @@ from weft_tasks.harness.external._process import (
     ProcessResult,
     Verdict,
     tail,
+    time_limit_verdict,
     upstream_failed,
 )
 from weft_tasks.harness.mcp_tools import server_alias
@@ -102,9 +103,7 @@ def hermes_verdict(
 ) -> Verdict:
     """Weft's outcome kind for one `hermes -z` run (exit code, usage file, captured calls)."""
     if result.timed_out:
-        if calls and upstream_failed(calls) is None:
-            return Verdict(Outcome.STOPPED, f"time limit ({result.seconds:.0f}s) reached")
-        return Verdict(Outcome.INFRASTRUCTURE, f"no progress in {result.seconds:.0f}s")
+        return time_limit_verdict(result, calls)
     if usage is None:
         return Verdict(
             Outcome.INFRASTRUCTURE,

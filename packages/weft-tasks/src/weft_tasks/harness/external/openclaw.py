@@ -28,6 +28,7 @@ from weft_tasks.harness.external._process import (
     ProcessResult,
     Verdict,
     tail,
+    time_limit_verdict,
     upstream_failed,
 )
 from weft_tasks.harness.external.install import node_bin
@@ -138,9 +139,7 @@ def openclaw_verdict(
 ) -> Verdict:
     """Weft's outcome kind for one `agent exec` run (exit code, envelope, captured calls)."""
     if result.timed_out:
-        if calls and upstream_failed(calls) is None:
-            return Verdict(Outcome.STOPPED, f"time limit ({result.seconds:.0f}s) reached")
-        return Verdict(Outcome.INFRASTRUCTURE, f"no progress in {result.seconds:.0f}s")
+        return time_limit_verdict(result, calls)
     if envelope is None:
         return Verdict(
             Outcome.INFRASTRUCTURE,
