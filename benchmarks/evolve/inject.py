@@ -6,6 +6,8 @@ composed and grounded task graphs), inject known defects of each kind:
   environment  route_raises | wrong_field | ignores_argument | stale_data   (edits to server.py)
   task         input_missing | precondition_violated | wrong_binding      (graph / snapshot edits)
   verifier     wrong_value | missing_check                                 (check edits)
+  off path     off_path_raises: a route no reference calls raises (environment); only a
+               policy's stray call shows it (rollout ledgers, MegaMCP stats), never a replay
 
 then run evolution rounds whose rollouts use a stochastic policy that makes genuine mistakes (the
 reference policy with calls perturbed at `--rate`) in ReAct across agentic and SimUser views. The
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -39,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = {
     "route_raises": "environment",
+    "off_path_raises": "environment",
     "wrong_field": "environment",
     "ignores_argument": "environment",
     "stale_data": "environment",
@@ -243,9 +247,17 @@ def _regraph(graph: Any, **changes: Any) -> Any:
 
 
 async def inject(
-    graphs: dict[str, Any], bundles: dict[str, Path], client: Any, per_kind: int, rng: random.Random
+    graphs: dict[str, Any],
+    bundles: dict[str, Path],
+    client: Any,
+    per_kind: int,
+    rng: random.Random,
+    per_kind_off_path: int | None = None,
 ) -> tuple[dict[str, Any], list[Defect]]:
-    from weft_core.models import EntityModel, SnapshotRef
+    from weft_core.models import ContractSet, EntityModel, SnapshotRef
+
+    if per_kind_off_path is None:
+        per_kind_off_path = per_kind
 
     defects: list[Defect] = []
     used_nodes: set[tuple[str, str]] = set()
@@ -297,6 +309,37 @@ async def inject(
             )
             used_nodes.update(nodes)
             made += 1
+    # Off the reference path: a tool of a busy MCP that no node's reference calls, so only the
+    # policy's own stray calls (another tool of the MCP) can reach it. Busy MCPs first: they are
+    # where a stochastic policy strays most; which calls stray is left to the policy.
+    calls_per_mcp = Counter(m for (m, _t), nodes in tool_nodes.items() for _ in nodes)
+    made = 0
+    for mcp, _n in sorted(calls_per_mcp.items(), key=lambda kv: (-kv[1], kv[0])):
+        if made >= per_kind_off_path:
+            break
+        bundle = bundles[mcp]
+        contracts = ContractSet.load(bundle / "contracts.json")
+        off = sorted(c.tool for c in contracts.contracts if (mcp, c.tool) not in tool_nodes)
+        if not off:
+            continue
+        tool = rng.choice(off)
+        src = (bundle / "server.py").read_text(encoding="utf-8")
+        new = _mutate_env("route_raises", src, tool, None, None, rng)
+        assert new is not None
+        (bundle / "server.py").write_text(new, encoding="utf-8")
+        _seal_bundle(bundle)
+        from weft_evolve.revision.environment import route_sources
+
+        defects.append(
+            Defect(
+                kind="off_path_raises",
+                mcp=mcp,
+                tool=tool,
+                touched=[],  # no reference calls it: a failed checkpoint is never its doing
+                clean={"route": route_sources(src)[tool]},
+            )
+        )
+        made += 1
     for mcp in {d.mcp for d in defects}:
         await client.register(bundles[mcp])
 
@@ -554,6 +597,102 @@ def score(records: list[Any], defects: list[Defect]) -> dict[str, Any]:
     return {"confusion": {t: dict(row) for t, row in confusion.items()}, "per_kind": per_kind}
 
 
+# ----------------------------------------------------------------------------- harnesses, origins
+
+
+async def external_harnesses(
+    stack: contextlib.AsyncExitStack,
+    names: list[str],
+    world: Any,
+    graphs: dict[str, Any],
+    args: argparse.Namespace,
+    salt: Any,
+) -> None:
+    """Hermes / OpenClaw in their native loops, their model an OpenAI-compatible endpoint behind
+    the capture gateway: `--policy-endpoint` (e.g. the tiny policy of `weft-train serve`), or by
+    default the same noisy reference policy served over HTTP, told apart per task by its brief."""
+    from weft_core.models import ViewMode
+    from weft_evolve.rounds import load_tasks
+    from weft_evolve.testing import NoisyReferencePolicy
+    from weft_tasks.gateway import CaptureGateway
+    from weft_tasks.harness import ReferencePolicyModel
+    from weft_tasks.harness.external import HarnessSettings, HermesHarness, OpenClawHarness
+    from weft_tasks.testing import ScriptedOpenAIServer, reference_replies_by_brief
+
+    def current() -> list[Any]:
+        tasks = world.out / "tasks"
+        return list(load_tasks(tasks).values() if tasks.is_dir() else graphs.values())
+
+    if args.policy_endpoint:
+        served, url = args.policy_endpoint.split("@", 1)
+    else:
+        model_of: dict[str, NoisyReferencePolicy] = {}
+
+        def make_model(g: Any) -> NoisyReferencePolicy:
+            # One policy per task and round (the round's salt), like ReAct's.
+            key = f"{g.id}:{salt()}"
+            if key not in model_of:
+                model_of[key] = NoisyReferencePolicy(
+                    inner=ReferencePolicyModel(graph=g, mode=ViewMode.AGENTIC),
+                    rate=args.rate,
+                    seed=f"{g.id}:external:{salt()}",
+                )
+            return model_of[key]
+
+        def brief_policy(messages: Any, tools: Any) -> Any:
+            # A fresh by-brief policy per round, so the round's salt reaches every task.
+            key = salt()
+            if key not in per_round:
+                per_round[key] = reference_replies_by_brief(
+                    current, ViewMode.AGENTIC, make_model=make_model
+                )
+            return per_round[key](messages, tools)
+
+        per_round: dict[str, Any] = {}
+        served = f"noisy-reference-p{args.rate:g}"
+        server = ScriptedOpenAIServer(brief_policy, model=served)
+        url = await stack.enter_async_context(server.running())
+    gateway = CaptureGateway(url, capture_dir=world.out / "captures")
+    await stack.enter_async_context(gateway.running())
+    world.gateway = gateway
+    settings = HarnessSettings(timeout_s=args.harness_timeout)
+    adapters = {"hermes": HermesHarness, "openclaw": OpenClawHarness}
+    for name in names:
+        world.harnesses[name] = adapters[name](gateway, served, settings=settings)
+
+
+def error_origins(evolve_out: Path, n: int) -> dict[str, dict[str, int]]:
+    """A round's tool errors split by who made the call: the noisy policy marks a call it
+    perturbed (its id ends in `_m`); an error on an intended call is the environment's or the
+    task's. Harnesses that do not pass call ids to MegaMCP leave calls unmarked."""
+    out = {
+        k: {"calls": 0, "perturbed": 0, "intended": 0, "unmarked": 0} for k in ("all", "selected")
+    }
+    path = evolve_out / "rounds" / str(n) / "traces.jsonl"
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        t = json.loads(line)
+        if any(f.get("kind") == "infrastructure" for f in t.get("failures") or []):
+            continue
+        keys = ["all"] + (["selected"] if (t.get("final") or {}).get("passed") else [])
+        for e in t.get("ledger") or []:
+            for k in keys:
+                out[k]["calls"] += 1
+                if not e.get("is_error") or e.get("error_kind") in (
+                    "server_crash",
+                    "timeout",
+                    "infrastructure",
+                ):
+                    continue
+                cid = e.get("call_id")
+                origin = (
+                    "unmarked" if not cid else ("perturbed" if cid.endswith("_m") else "intended")
+                )
+                out[k][origin] += 1
+    return out
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -598,7 +737,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             await client.register(b)
         if fresh:
             graphs, defects = await inject(
-                graphs, bundles, client, args.per_kind, random.Random(args.seed)
+                graphs,
+                bundles,
+                client,
+                args.per_kind,
+                random.Random(args.seed),
+                per_kind_off_path=args.off_path,
             )
             (work / "defects.json").write_text(
                 json.dumps([d.__dict__ for d in defects], indent=1, default=str)
@@ -622,7 +766,17 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         )
         views = [tuple(v.split("/")) for v in args.views]
         policy = make_chat_model(args.policy_model) if args.policy_model else None
-        harness = ReActHarness(policy if policy is not None else noisy_policy(args.rate))
+        # --resample: the policy samples anew each round (a teacher's fresh rollouts); otherwise
+        # every round repeats the same mistakes.
+        current_round = [1]
+
+        def salt() -> str:
+            return f"round{current_round[0]}" if args.resample else ""
+
+        harnesses: dict[str, Any] = {
+            "react": ReActHarness(policy if policy is not None else noisy_policy(args.rate, salt))
+        }
+        external = [h for h in args.harnesses if h != "react"]
         repaired_per_round: list[int] = []
 
         def on_round(record: Any) -> None:
@@ -636,7 +790,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         world = EvolveWorld(
             client=client,
             bundles=bundles,
-            harnesses={"react": harness},
+            harnesses=harnesses if "react" in args.harnesses else {},
             views=views,  # type: ignore[arg-type]
             out=out / "evolve",
             settings=EvolveSettings(rounds=args.rounds, concurrency=args.concurrency),
@@ -648,12 +802,16 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         async def run() -> list[Any]:
             recs = []
             for n in range(1, args.rounds + 1):
+                current_round[0] = n
                 recs = await evolve(graphs, world, n)
                 on_round(recs[-1])
                 repaired_per_round.append(sum(1 for d in defects if d.repaired_round is not None))
             return recs
 
-        records = await run()
+        async with contextlib.AsyncExitStack() as stack:
+            if external:
+                await external_harnesses(stack, external, world, graphs, args, salt)
+            records = await run()
     scores = score(records, defects)
     fr = false_revisions(records, defects)
     figures = {
@@ -669,6 +827,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "false_revisions": fr,
         "tool_error_rate": [round(r.stats.tool_error_rate, 4) for r in records],
         "tool_error_rate_selected": [round(r.stats.selected_tool_error_rate, 4) for r in records],
+        "tool_errors_by_origin": [error_origins(out / "evolve", r.round) for r in records],
         "revisions_failed_revalidation": [r.stats.failed_revalidations for r in records],
         **scores,
         "config": {k: v for k, v in vars(args).items()},
@@ -704,6 +863,32 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "Injected defects",
         ["defect", "component", "repaired in round"],
         [[d.label(), d.component, d.repaired_round or "-"] for d in defects],
+    )
+    summary_table(
+        "Tool errors by origin (the floor): a call the noisy policy perturbed, or an intended one",
+        [
+            "round",
+            "calls",
+            "policy mistakes",
+            "intended calls",
+            "unmarked",
+            "selected: calls",
+            "mistakes",
+            "intended",
+        ],
+        [
+            [
+                r.round,
+                o["all"]["calls"],
+                o["all"]["perturbed"],
+                o["all"]["intended"],
+                o["all"]["unmarked"],
+                o["selected"]["calls"],
+                o["selected"]["perturbed"],
+                o["selected"]["intended"],
+            ]
+            for r, o in zip(records, figures["tool_errors_by_origin"], strict=True)
+        ],
     )
     print(f"repaired per round (cumulative): {repaired_per_round} of {len(defects)}")
     print(f"false revisions (valid components changed): {len(fr)} {fr[:6]}")
@@ -746,6 +931,31 @@ if __name__ == "__main__":
         default="",
         help="A model as the rollout policy (default: noisy reference policy).",
     )
+    p.add_argument(
+        "--off-path",
+        type=int,
+        default=None,
+        help="Defects off the reference path (routes no reference calls); default --per-kind.",
+    )
+    p.add_argument(
+        "--resample",
+        action="store_true",
+        help="The policy samples anew each round (default: the same mistakes every round).",
+    )
+    p.add_argument(
+        "--harnesses",
+        nargs="+",
+        default=["react"],
+        choices=["react", "hermes", "openclaw"],
+        help="Rollout harnesses; hermes/openclaw run agentic views only.",
+    )
+    p.add_argument(
+        "--policy-endpoint",
+        default="",
+        help="MODEL@URL of an OpenAI-compatible endpoint for hermes/openclaw "
+        "(default: the noisy reference policy served on 127.0.0.1).",
+    )
+    p.add_argument("--harness-timeout", type=float, default=300.0)
     p.add_argument("--resume", action="store_true", help="Keep OUT and continue where it stopped.")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", default="")

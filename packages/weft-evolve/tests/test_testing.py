@@ -33,3 +33,35 @@ def test_always_wrong_policy_perturbs_and_failed_mistakes_are_retried(graph):
     assert view == failed[:1]  # the failed mistake is corrected: the intended call comes next
     calm = NoisyReferencePolicy(inner=inner, rate=0.0, seed="s")
     assert calm.invoke(failed).tool_calls[0]["args"] == intended.tool_calls[0]["args"]
+
+
+def test_noisy_policy_served_over_openai_messages_corrects_its_failed_mistake(graph):
+    """The path Hermes / OpenClaw take: OpenAI-format messages in, tool calls out, the mistake
+    mark kept through the call-id renumbering and an error result seen as an error."""
+    import json
+
+    from weft_core.models import ViewMode
+    from weft_tasks.testing import reference_replies
+
+    tools = [
+        {"type": "function", "function": {"name": f"mcp__shop__{t}", "parameters": {}}}
+        for t in ("get_order", "update_order")
+    ]
+    inner = ReferencePolicyModel(graph=graph)
+    noisy = NoisyReferencePolicy(inner=inner, rate=1.0, seed="s")
+    policy = reference_replies(graph, ViewMode.AGENTIC, noisy)
+    messages = [{"role": "user", "content": "do it"}]
+    first = policy(messages, tools)
+    [call] = first["tool_calls"]
+    assert call["id"].endswith("_m") and call["function"]["name"].startswith("mcp__shop__")
+    intended = ReferencePolicyModel(graph=graph).invoke([HumanMessage("do it")]).tool_calls[0]
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "not_found: order not found"},
+    ]
+    calm = reference_replies(
+        graph, ViewMode.AGENTIC, NoisyReferencePolicy(inner=inner, rate=0.0, seed="s")
+    )
+    [retry] = calm(messages, tools)["tool_calls"]
+    assert json.loads(retry["function"]["arguments"]) == intended["args"]
+    assert retry["function"]["name"].endswith(intended["name"].split("_", 1)[1])

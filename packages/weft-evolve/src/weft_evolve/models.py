@@ -158,6 +158,11 @@ class ToolStats(WeftModel):
     errors: int = 0
     crashes: int = 0
     timeouts: int = 0
+    faults: int = Field(
+        default=0,
+        description="Errors in the round's rollout ledgers whose code the tool's contract never "
+        "declares (e.g. internal_error): a backend fault, whoever made the call.",
+    )
 
     @property
     def error_rate(self) -> float:

@@ -33,7 +33,7 @@ from weft_evolve.attribution.rubric import RubricItem, judge_rubric, rubric_for
 from weft_evolve.attribution.rules import NodeDiagnosis, diagnose_node
 from weft_evolve.evidence.probe import StateProbe
 from weft_evolve.evidence.replay import replay_reference
-from weft_evolve.evidence.stats import read_tool_stats, stats_delta
+from weft_evolve.evidence.stats import backend_faults, read_tool_stats, stats_delta, with_faults
 from weft_evolve.evidence.units import cross_view_patterns, failure_units
 from weft_evolve.models import (
     Attribution,
@@ -69,6 +69,7 @@ class EvolveWorld:
     settings: EvolveSettings = field(default_factory=EvolveSettings)
     llm: Any = None
     on_round: Callable[[RoundRecord], None] | None = None
+    gateway: Any = None  # a running CaptureGateway, when external harnesses (Hermes, OpenClaw) run
 
     def contracts(self) -> dict[str, ContractSet]:
         return {m: ContractSet.load(b / "contracts.json") for m, b in self.bundles.items()}
@@ -158,6 +159,21 @@ def _stats(n: int, traces: list[Trace]) -> RoundStats:
     return s
 
 
+def flagged_tools(operational: list[ToolStats], settings: EvolveSettings) -> list[ToolStats]:
+    """Tools whose construction checks operational feedback reruns: any crash, any backend fault
+    in the rollout ledgers (a route off the reference path is called too rarely for a rate), or
+    an error rate over the threshold on enough calls."""
+    return [
+        t
+        for t in operational
+        if t.crashes > 0
+        or t.faults > 0
+        or (
+            t.calls >= settings.min_calls_for_rate and t.error_rate >= settings.error_rate_threshold
+        )
+    ]
+
+
 async def _revalidate_flagged(
     world: EvolveWorld, flagged: list[ToolStats]
 ) -> tuple[list[Attribution], list[str]]:
@@ -184,6 +200,8 @@ async def _revalidate_flagged(
         tools = [t for t in flagged if t.mcp == mcp]
         for t in tools:
             crashed = " (crashes: a per-session process tier is advised)" if t.crashes else ""
+            if t.faults:
+                crashed += f" ({t.faults} undeclared error(s) in the rollout ledgers)"
             if t.tool in failing:
                 detail = "; ".join(f"{c.name}: {c.detail}" for c in failing[t.tool])[:300]
                 actions.append(
@@ -204,7 +222,8 @@ async def _revalidate_flagged(
                         evidence=[
                             EvidenceItem(
                                 source="megamcp_stats",
-                                detail=f"{t.errors}/{t.calls} calls failed, {t.crashes} crashes",
+                                detail=f"{t.errors}/{t.calls} calls failed, {t.crashes} "
+                                f"crashes, {t.faults} undeclared errors",
                                 data=t.model_dump(),
                             ),
                             EvidenceItem(source="construction_checks", detail=detail),
@@ -243,15 +262,16 @@ async def run_round(
         settings=RolloutSettings(
             concurrency=settings.concurrency, progress=not get_console().quiet
         ),
+        gateway=world.gateway,
     )
     traces = [t for t in report.traces if t.task_id in graphs]
     after = await read_tool_stats(world.client)
-    operational = stats_delta(before, after)
+    contracts = world.contracts()
+    operational = with_faults(stats_delta(before, after), backend_faults(traces, contracts))
     stats = _stats(n, traces)
 
     probe = StateProbe(world.client)
     replays = await replays_for(world, graphs, probe, world.out / "replays")
-    contracts = world.contracts()
     tool_stats = {(t.mcp, t.tool): t for t in operational}
     diagnoses: dict[tuple[str, str], NodeDiagnosis] = {}
     rubrics: dict[tuple[str, str], list[RubricItem]] = {}
@@ -291,14 +311,7 @@ async def run_round(
                     evidence=d.evidence,
                 )
             )
-    flagged = [
-        t
-        for t in operational
-        if t.crashes > 0
-        or (
-            t.calls >= settings.min_calls_for_rate and t.error_rate >= settings.error_rate_threshold
-        )
-    ]
+    flagged = flagged_tools(operational, settings)
     already = {
         (a.target.mcp, a.target.tool) for a in attributions if a.component is Component.ENVIRONMENT
     }

@@ -7,13 +7,16 @@ carries on as a model would — it reads the error of a failed mistake and retri
 call, and it uses whatever a wrong call that "worked" returned — so its failures are its own, and
 a trajectory that passes may still hold the tool errors it recovered from. Mistakes are seeded
 by the task, view and position in the conversation, so two rounds over an unchanged task make the
-same mistakes and a changed error rate reflects a changed system.
+same mistakes and a changed error rate reflects a changed system. A `salt` (e.g. the round) draws
+fresh samples instead, as a teacher sampled anew each round would: a mistake that never happened
+in one round may happen in the next.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -136,12 +139,17 @@ class NoisyReferencePolicy(BaseChatModel):
         return AIMessage(content=reply.content, tool_calls=[call])
 
 
-def noisy_policy(rate: float) -> Any:
-    """Model factory for `ReActHarness`: the noisy reference policy of each task and view."""
+def noisy_policy(rate: float, salt: Callable[[], str] | None = None) -> Any:
+    """Model factory for `ReActHarness`: the noisy reference policy of each task and view.
+
+    `salt()` is read when a rollout starts and mixed into the seed (None: the same mistakes in
+    every round)."""
 
     def factory(task: HarnessTask) -> NoisyReferencePolicy:
         inner = ReferencePolicyModel(graph=task.graph, mode=task.mode)
         seed = f"{task.graph.id}:{task.view.mode.value}:{task.view.disclosure.value}"
+        if salt is not None:
+            seed = f"{seed}:{salt()}"
         return NoisyReferencePolicy(inner=inner, rate=rate, seed=seed)
 
     factory.__name__ = f"noisy_reference_p{rate:g}"

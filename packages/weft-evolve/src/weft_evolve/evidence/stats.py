@@ -1,13 +1,19 @@
 """MegaMCP's operational feedback (§3.3.3): per MCP version and tool, calls, errors and crashes.
 
 The host's counters are cumulative; a round reads them before and after its rollouts and keeps the
-difference, so each round is judged on its own calls.
+difference, so each round is judged on its own calls. The counters cannot tell a caller's mistake
+from a backend fault, and a route the reference never calls sees only the odd stray call of a
+policy, far below any error-rate threshold; so the round's ledgers add, per tool, the errors whose
+code its contract never declares (`backend_faults`). One such error is enough to revalidate.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from weft_core.models import ContractSet, Trace
+from weft_evolve.attribution.conformance import declared_codes
+from weft_evolve.evidence.replay import error_code
 from weft_evolve.models import ToolStats
 
 
@@ -47,3 +53,34 @@ def stats_delta(
         if d.calls > 0 or d.crashes > 0:
             out.append(d)
     return out
+
+
+def backend_faults(
+    traces: list[Trace], contracts: dict[str, ContractSet]
+) -> dict[tuple[str, str], int]:
+    """(mcp, tool) -> rollout calls that failed with an error code the contract does not declare.
+
+    Infrastructure errors (crash, timeout) are MegaMCP's own counters; a tool without a contract
+    is not judged."""
+    out: dict[tuple[str, str], int] = {}
+    for t in traces:
+        for e in t.ledger:
+            if not e.is_error or (e.error_kind is not None and e.error_kind.is_infrastructure):
+                continue
+            cs = contracts.get(e.mcp)
+            contract = next((c for c in cs.contracts if c.tool == e.tool), None) if cs else None
+            if contract is None:
+                continue
+            code = error_code(str(e.result)) or "unknown"
+            if code not in declared_codes(contract):
+                out[(e.mcp, e.tool)] = out.get((e.mcp, e.tool), 0) + 1
+    return out
+
+
+def with_faults(stats: list[ToolStats], faults: dict[tuple[str, str], int]) -> list[ToolStats]:
+    """The round's per-tool counters with the ledgers' backend faults added."""
+    by_key = {(s.mcp, s.tool): s.model_copy() for s in stats}
+    for (mcp, tool), n in faults.items():
+        cur = by_key.setdefault((mcp, tool), ToolStats(mcp=mcp, tool=tool, calls=n, errors=n))
+        cur.faults = n
+    return [by_key[k] for k in sorted(by_key)]

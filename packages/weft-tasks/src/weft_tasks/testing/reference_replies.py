@@ -16,13 +16,21 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 
 from weft_core.models import TaskGraph, ViewMode
 from weft_tasks.harness.mcp_tools import split_tool_name
 from weft_tasks.harness.reference_policy import ReferencePolicyModel
 from weft_tasks.testing.openai_server import Policy
 
+_ERROR_CODE = re.compile(r"^\s*(?:Error:\s*)?[a-z]+(?:_[a-z]+)*:\s")
 _WRAPPED = re.compile(r"<untrusted_tool_result[^>]*>\s*(.*?)\s*</untrusted_tool_result>", re.S)
 
 
@@ -80,7 +88,9 @@ def _conversation(messages: list[dict[str, Any]], mode: ViewMode) -> list[BaseMe
 
 
 def reference_replies_by_brief(
-    load_graphs: Callable[[], Iterable[TaskGraph]], mode: ViewMode = ViewMode.AGENTIC
+    load_graphs: Callable[[], Iterable[TaskGraph]],
+    mode: ViewMode = ViewMode.AGENTIC,
+    make_model: Callable[[TaskGraph], BaseChatModel] | None = None,
 ) -> Policy:
     """A policy for a server that serves many tasks (e.g. a whole `weft run`): each request is
     answered by the reference policy of the task whose node intents its first user message names
@@ -97,7 +107,8 @@ def reference_replies_by_brief(
         if graph is None:
             return {"content": "OK"}
         if graph.id not in policies:
-            policies[graph.id] = reference_replies(graph, mode)
+            model = make_model(graph) if make_model is not None else None
+            policies[graph.id] = reference_replies(graph, mode, model)
         return policies[graph.id](messages, tools)
 
     return policy
@@ -109,18 +120,29 @@ def _text(content: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-def reference_replies(graph: TaskGraph, mode: ViewMode = ViewMode.AGENTIC) -> Policy:
-    """The reference policy of `graph`, speaking whatever tool names the harness offers."""
-    model = ReferencePolicyModel(graph=graph, mode=mode)
+def reference_replies(
+    graph: TaskGraph, mode: ViewMode = ViewMode.AGENTIC, model: BaseChatModel | None = None
+) -> Policy:
+    """The reference policy of `graph`, speaking whatever tool names the harness offers.
+
+    `model` replaces it with another chat model over the same conversation (e.g. a noisy
+    reference policy that makes mistakes); it is bound to the offered tools. Tool results that
+    open with an error code (`not_found: ...`) reach it as error observations, and a call id's
+    suffix after the last `_` survives the renumbering, so it can recognise its own calls."""
+    reference = ReferencePolicyModel(graph=graph, mode=mode)
 
     def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         history = _conversation(messages, mode)
         if not any(isinstance(m, HumanMessage) for m in history):
             return {"content": "How can I help?"}
-        reply: AIMessage = model._next(history)
+        offered = [str((t.get("function") or {}).get("name")) for t in tools]
+        if model is None:
+            reply: AIMessage = reference._next(history)
+        else:
+            bound = model.bind_tools(tools) if tools else model
+            reply = bound.invoke(_errors_marked(history))
         if not reply.tool_calls:
             return {"content": str(reply.content) or "Done."}
-        offered = [str((t.get("function") or {}).get("name")) for t in tools]
         calls = []
         for call in reply.tool_calls:
             where = split_tool_name(call["name"], graph.mcps)
@@ -130,7 +152,7 @@ def reference_replies(graph: TaskGraph, mode: ViewMode = ViewMode.AGENTIC) -> Po
             )
             calls.append(
                 {
-                    "id": f"{call['id']}_{len(messages)}",
+                    "id": _renumbered(str(call["id"]), len(messages)),
                     "type": "function",
                     "function": {
                         "name": name,
@@ -141,3 +163,22 @@ def reference_replies(graph: TaskGraph, mode: ViewMode = ViewMode.AGENTIC) -> Po
         return {"content": None, "tool_calls": calls}
 
     return policy
+
+
+def _renumbered(call_id: str, position: int) -> str:
+    """A unique id per request; a trailing `_<tag>` of the model's id (e.g. a noisy policy's
+    mistake mark) stays last."""
+    head, sep, tag = call_id.rpartition("_")
+    if sep and tag.isalpha():
+        return f"{head}_{position}_{tag}"
+    return f"{call_id}_{position}"
+
+
+def _errors_marked(history: list[BaseMessage]) -> list[BaseMessage]:
+    """OpenAI tool messages carry no error flag; a result that opens with an error code is one."""
+    out: list[BaseMessage] = []
+    for m in history:
+        if isinstance(m, ToolMessage) and _ERROR_CODE.match(str(m.content)):
+            m = m.model_copy(update={"status": "error"})
+        out.append(m)
+    return out
