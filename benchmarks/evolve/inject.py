@@ -255,6 +255,7 @@ async def inject(
     per_kind_off_path: int | None = None,
 ) -> tuple[dict[str, Any], list[Defect]]:
     from weft_core.models import ContractSet, EntityModel, SnapshotRef
+    from weft_evolve.revision.task import snapshot_file
 
     if per_kind_off_path is None:
         per_kind_off_path = per_kind
@@ -386,7 +387,7 @@ async def inject(
                 if ref is None:
                     continue
                 work = Path(client_tmp) / f"{tid}-{node.id}.sqlite"
-                shutil.copyfile(ref.uri, work)
+                shutil.copyfile(snapshot_file(ref.uri, snapshot_roots), work)
                 conn = sqlite3.connect(work)
                 cur = conn.execute(f'DELETE FROM "{entity}" WHERE "{fld}" = ?', (value,))
                 conn.commit()
@@ -471,12 +472,14 @@ async def inject(
 
 
 client_tmp = ""
+snapshot_roots: list[Path] = []  # MegaMCP's data dir and the corpus: where snapshot bytes lie
 
 # ----------------------------------------------------------------------------- oracle and scoring
 
 
 def repaired(d: Defect, graphs: dict[str, Any], bundles: dict[str, Path]) -> bool:
     from weft_evolve.revision.environment import route_sources
+    from weft_evolve.revision.task import snapshot_file
 
     if d.component == "environment":
         now = route_sources((bundles[d.mcp] / "server.py").read_text(encoding="utf-8")).get(d.tool)
@@ -495,7 +498,7 @@ def repaired(d: Defect, graphs: dict[str, Any], bundles: dict[str, Path]) -> boo
 
         ref = g.initial_snapshots[d.mcp]
         tmp = Path(client_tmp) / "oracle.sqlite"
-        with fsspec.open(ref.uri, "rb") as src:
+        with fsspec.open(str(snapshot_file(ref.uri, snapshot_roots)), "rb") as src:
             tmp.write_bytes(src.read())
         conn = sqlite3.connect(tmp)
         try:
@@ -724,14 +727,25 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             ignore=shutil.ignore_patterns("sessions", "checkpoints"),
         )
     client_tmp = str(work / "tmp")
+    snapshot_roots[:] = [work / "megamcp", corpus / "tasks"]
     Path(client_tmp).mkdir(parents=True, exist_ok=True)
     bundles = {p.parent.name: p.parent for p in sorted((work / "envs").glob("*/manifest.json"))}
     graphs = {
         g.id: g
         for g in (TaskGraph.load(p) for p in sorted((corpus / "tasks" / "tasks").glob("*.json")))
     }
+    if args.max_tasks:
+        graphs = dict(list(graphs.items())[: args.max_tasks])
     set_quiet(args.quiet)
-    llm = make_chat_model(args.model) if args.model else None
+    llm = None
+    if args.model:
+        from weft_core.llm import parse_model_spec
+
+        cfg = parse_model_spec(args.model, setting="--model")
+        if cfg is not None:
+            # A bounded answer: the strategies parse JSON or code, never essays.
+            cfg = cfg.model_copy(update={"max_tokens": args.model_max_tokens, "timeout": 300.0})
+            llm = make_chat_model(cfg)
     async with megamcp_client(url=None, data_dir=work / "megamcp") as client:
         for b in bundles.values():
             await client.register(b)
@@ -795,6 +809,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             out=out / "evolve",
             settings=EvolveSettings(rounds=args.rounds, concurrency=args.concurrency),
             llm=llm,
+            snapshot_roots=list(snapshot_roots),
         )
         # The oracle runs after each round is saved (the tasks folder then holds its result).
         records: list[Any] = []
@@ -918,6 +933,7 @@ if __name__ == "__main__":
     p.add_argument("--out", default=str(ROOT / ".weft" / "evolve-bench" / "run"))
     p.add_argument("--n-tasks", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--max-tasks", type=int, default=0, help="Use only the first N tasks (smoke).")
     p.add_argument("--per-kind", type=int, default=2)
     p.add_argument("--rate", type=float, default=0.15, help="Share of policy calls perturbed.")
     p.add_argument(
@@ -926,6 +942,7 @@ if __name__ == "__main__":
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default="", help="LangChain model spec for the LLM strategies.")
+    p.add_argument("--model-max-tokens", type=int, default=512)
     p.add_argument(
         "--policy-model",
         default="",

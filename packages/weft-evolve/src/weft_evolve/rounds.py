@@ -70,6 +70,8 @@ class EvolveWorld:
     llm: Any = None
     on_round: Callable[[RoundRecord], None] | None = None
     gateway: Any = None  # a running CaptureGateway, when external harnesses (Hermes, OpenClaw) run
+    # Where snapshot bytes lie (tasks name them by content address): MegaMCP's data dir, a corpus.
+    snapshot_roots: list[Path] = field(default_factory=list)
 
     def contracts(self) -> dict[str, ContractSet]:
         return {m: ContractSet.load(b / "contracts.json") for m, b in self.bundles.items()}
@@ -445,7 +447,9 @@ async def revise_task(
     changes: list[str] = []
     if fix is Fix.REGROUND:
         tables = [str(e.data["entity"]) for a in atts for e in a.evidence if "entity" in e.data]
-        new, changes = await reground(graph, node_id, world.client, tables or None)
+        new, changes = await reground(
+            graph, node_id, world.client, tables or None, world.snapshot_roots
+        )
     if new is None and fix in (Fix.REBIND, Fix.REGROUND):
         new, changes = rebind(graph, node_id, input_name, replay)
         if new is not None:

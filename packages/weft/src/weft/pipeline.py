@@ -600,6 +600,10 @@ async def stage_evolve(
             samples=config.rollouts.samples,
         ),
         llm=llm,
+        snapshot_roots=[
+            config.out_dir / "megamcp",
+            *sorted(config.out_dir.glob("stages/compose/*")),
+        ],
     )
     records = await evolve({g.id: g for g in graphs}, world, config.evolve.rounds)
     print_report(records)

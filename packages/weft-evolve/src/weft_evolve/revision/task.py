@@ -5,15 +5,18 @@ view, which is built from the graph) stay as they were.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from weft_core.checks import values_equal
 from weft_core.models import SnapshotRef, TaskGraph, TaskNode
+from weft_evolve.exceptions import EvolveRuntimeError
 from weft_evolve.models import ReferenceReplay
 
 # "order.order_id of order ORD-1" names an existing object's field; "new order.status" does not.
@@ -127,15 +130,42 @@ def drop_node(graph: TaskGraph, node_id: str) -> tuple[TaskGraph | None, list[st
     )
 
 
-def _read_snapshot(uri: str, dest: Path) -> None:
+def snapshot_file(uri: str, roots: Sequence[Path] = ()) -> Path | str:
+    """Where the bytes of snapshot `uri` can be read: for a content address (`sha256:<hex>`, what
+    tasks store), the blob in one of `roots` (a MegaMCP data dir, its object store, a corpus's
+    `snapshots/` folder) whose bytes hash to it; otherwise `uri` itself (a path or fsspec URL)."""
+    from weft_core.refs import address_digest
+
+    sha = address_digest(uri)
+    if sha is None:
+        return uri
+    for root in roots:
+        for cand in (
+            root / "objects" / "blobs" / sha[:2] / sha,
+            root / "blobs" / sha[:2] / sha,
+            root / "snapshots" / f"{sha}.sqlite",
+            root / f"{sha}.sqlite",
+        ):
+            if cand.is_file() and hashlib.sha256(cand.read_bytes()).hexdigest() == sha:
+                return cand
+    raise EvolveRuntimeError(
+        f"snapshot {uri} is held in none of {[str(r) for r in roots]} (EvolveWorld.snapshot_roots)"
+    )
+
+
+def _read_snapshot(uri: str, dest: Path, roots: Sequence[Path] = ()) -> None:
     import fsspec
 
-    with fsspec.open(uri, "rb") as src, dest.open("wb") as out:
+    with fsspec.open(str(snapshot_file(uri, roots)), "rb") as src, dest.open("wb") as out:
         shutil.copyfileobj(src, out)
 
 
 async def reground(
-    graph: TaskGraph, node_id: str, client: Any, tables: list[str] | None = None
+    graph: TaskGraph,
+    node_id: str,
+    client: Any,
+    tables: list[str] | None = None,
+    snapshot_roots: Sequence[Path] = (),
 ) -> tuple[TaskGraph | None, list[str]]:
     """Put the node's fixture rows back into its MCP's initial snapshot (missing rows inserted,
     differing fields restored for `tables`), check the DB's integrity and store it in MegaMCP as
@@ -148,7 +178,7 @@ async def reground(
     changes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="weft-evolve-") as tmp:
         db = Path(tmp) / "snapshot.sqlite"
-        _read_snapshot(ref.uri, db)
+        _read_snapshot(ref.uri, db, snapshot_roots)
         conn = sqlite3.connect(db)
         try:
             for table, rows in node.task.seed_rows.items():
