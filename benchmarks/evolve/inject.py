@@ -523,6 +523,13 @@ def repaired(d: Defect, graphs: dict[str, Any], bundles: dict[str, Path]) -> boo
         ):
             return True
         if (
+            gone["kind"] == "return_contains"
+            and c.kind == "workspace_file"
+            and c.exists
+            and str(c.path).rstrip("/").endswith(str(gone["value"]))
+        ):
+            return True  # the listed file pinned in the workspace itself (a state check)
+        if (
             gone["kind"] == "field_equals"
             and c.kind == "field_equals"
             and c.table == gone["table"]
@@ -668,6 +675,8 @@ def error_origins(evolve_out: Path, n: int) -> dict[str, dict[str, int]]:
     """A round's tool errors split by who made the call: the noisy policy marks a call it
     perturbed (its id ends in `_m`); an error on an intended call is the environment's or the
     task's. Harnesses that do not pass call ids to MegaMCP leave calls unmarked."""
+    from weft_core.models import Trace
+
     out = {
         k: {"calls": 0, "perturbed": 0, "intended": 0, "unmarked": 0} for k in ("all", "selected")
     }
@@ -675,20 +684,16 @@ def error_origins(evolve_out: Path, n: int) -> dict[str, dict[str, int]]:
     if not path.exists():
         return out
     for line in path.read_text(encoding="utf-8").splitlines():
-        t = json.loads(line)
-        if any(f.get("kind") == "infrastructure" for f in t.get("failures") or []):
+        t = Trace.model_validate_json(line)
+        if t.failed_on_infrastructure:
             continue
-        keys = ["all"] + (["selected"] if (t.get("final") or {}).get("passed") else [])
-        for e in t.get("ledger") or []:
+        keys = ["all"] + (["selected"] if t.final is not None and t.final.passed else [])
+        for e in t.ledger:
             for k in keys:
                 out[k]["calls"] += 1
-                if not e.get("is_error") or e.get("error_kind") in (
-                    "server_crash",
-                    "timeout",
-                    "infrastructure",
-                ):
+                if not e.is_error or (e.error_kind is not None and e.error_kind.is_infrastructure):
                     continue
-                cid = e.get("call_id")
+                cid = e.call_id
                 origin = (
                     "unmarked" if not cid else ("perturbed" if cid.endswith("_m") else "intended")
                 )

@@ -99,3 +99,32 @@ async def test_replay_attribution_and_environment_revision(tmp_path):
         await client.register(path)
         again = await replay_reference(client, graph, probe)
         assert again.nodes["n1"].outcome is not None and again.nodes["n1"].outcome.passed
+
+        # A model revising the route gets it wrong (the phone written into the email field): the
+        # plan is well formed, so it is spliced in, but revalidation catches it and nothing is
+        # replaced (the bundle keeps its version; the revision is recorded as failed).
+        from weft_core.testing import ScriptedChatModel
+
+        wrong_plan = {
+            "routes": [
+                {
+                    "tool": "update_customer",
+                    "operation": "update",
+                    "entity": "customer",
+                    "key_argument": "customer_id",
+                    "assignments": {"email": "phone"},
+                }
+            ]
+        }
+        (path / "server.py").write_text(broken, encoding="utf-8")
+        rev2, path2 = revise_environment(
+            path,
+            ["update_customer"],
+            evidence=[d.evidence[0].detail],
+            llm=ScriptedChatModel([wrong_plan]),
+        )
+        assert path2 is None and not rev2.revalidated
+        assert rev2.error == "revalidation failed for ['update_customer']"
+        # the failing construction checks are named, with what the DB held
+        assert any("DB has" in line for line in rev2.revalidation), rev2.revalidation
+        assert (path / "server.py").read_text(encoding="utf-8") == broken
