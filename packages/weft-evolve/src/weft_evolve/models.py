@@ -206,6 +206,11 @@ class Revision(WeftModel):
     revalidated: bool = False
     revalidation: list[str] = Field(default_factory=list, description="Checks run, with results.")
     error: str | None = None
+    failing_elsewhere: list[str] = Field(
+        default_factory=list,
+        description="Tools outside the revision whose unchanged routes failed the bundle's "
+        "revalidation: defects found on the way (e.g. off the reference path), not regressions.",
+    )
 
 
 class RoundStats(WeftModel):

@@ -344,6 +344,28 @@ async def run_round(
     return record, graphs
 
 
+def _found_failing(mcp: str, tool: str, rev: Revision) -> Attribution:
+    return Attribution(
+        unit_id=f"ops:{mcp}:{tool}",
+        task_id="",
+        node_id="",
+        trace_id="",
+        view="",
+        harness="",
+        unit_kind="operational",
+        component=Component.ENVIRONMENT,
+        rule="revalidation_found_failing",
+        target=Target(mcp=mcp, tool=tool, fix=Fix.REVISE_ROUTE),
+        evidence=[
+            EvidenceItem(
+                source="construction_checks",
+                detail=f"{tool}'s unchanged route failed the revalidation of {rev.target_key}",
+                data={"revision": rev.target_key, "revalidation": rev.revalidation[-3:]},
+            )
+        ],
+    )
+
+
 async def apply_revisions(
     attributions: list[Attribution],
     graphs: dict[str, TaskGraph],
@@ -362,7 +384,10 @@ async def apply_revisions(
             env.setdefault(a.target.mcp, {}).setdefault(a.target.tool, []).append(a)
         elif a.component in (Component.TASK, Component.VERIFIER) and a.task_id in graphs:
             per_node.setdefault((a.task_id, a.node_id or a.target.node_id or ""), []).append(a)
-    for mcp, tools in sorted(env.items()):
+    pending = sorted(env.items())
+    chased: set[str] = set()
+    while pending:
+        mcp, tools = pending.pop(0)
         bundle = world.bundles.get(mcp)
         if bundle is None:
             continue
@@ -381,6 +406,14 @@ async def apply_revisions(
             rec = await world.client.register(path)
             rev.revalidation.append(f"registered in MegaMCP as {rec.mcp_id} v{rec.version}")
         revisions.append(rev)
+        found = [t for t in rev.failing_elsewhere if t not in tools]
+        if found and mcp not in chased:
+            # Dependency revalidation found other routes of the bundle failing: revise them too,
+            # once per bundle (what that revision finds waits for the next round).
+            chased.add(mcp)
+            extra = [_found_failing(mcp, t, rev) for t in found]
+            attributions.extend(extra)
+            pending.append((mcp, {t: [a] for t, a in zip(found, extra, strict=True)}))
     store = VerifierStore(world.out / "verifiers")
     # Verifier revisions first: they rest on the current replays, which task revisions replace.
     for (tid, nid), atts in sorted(per_node.items()):

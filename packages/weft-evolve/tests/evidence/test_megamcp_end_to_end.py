@@ -62,6 +62,21 @@ def _graph() -> TaskGraph:
     return TaskGraph(id="t-crm", objective="update", nodes=[node], order=["n1"]).sealed()
 
 
+def _raising(source: str, tool: str) -> str:
+    import ast
+
+    fn = next(
+        n
+        for n in ast.parse(source).body
+        if isinstance(n, ast.FunctionDef) and n.name == f"tool_{tool}"
+    )
+    lines = source.splitlines()
+    first = lines[fn.body[0].lineno - 1]
+    indent = first[: len(first) - len(first.lstrip())]
+    lines.insert(fn.body[0].lineno - 1, f'{indent}raise RuntimeError("cache backend unavailable")')
+    return "\n".join(lines) + "\n"
+
+
 async def test_replay_attribution_and_environment_revision(tmp_path):
     from weft_envsynth.pipeline import synthesize_file
     from weft_megamcp import MegaMCPClient, MegaMCPHost, MegaMCPSettings
@@ -82,6 +97,9 @@ async def test_replay_attribution_and_environment_revision(tmp_path):
         assert diagnose_node(graph, ok, "n1", contracts).valid
 
         broken = clean.replace("row.phone = body.phone", "pass  # phone dropped", 1)
+        # and a route the task never calls raises (a defect off the reference path)
+        off_path = sorted(t for t in route_sources(clean) if t != "update_customer")[0]
+        broken = _raising(broken, off_path)
         assert broken != clean
         (bundle / "server.py").write_text(broken, encoding="utf-8")
         await client.register(bundle)
@@ -92,6 +110,8 @@ async def test_replay_attribution_and_environment_revision(tmp_path):
 
         rev, path = revise_environment(bundle, ["update_customer"], evidence=[d.evidence[0].detail])
         assert rev.revalidated and path is not None, rev.error
+        # revalidation of the bundle names the off-path route as failing, not as a regression
+        assert rev.failing_elsewhere == [off_path]
         fixed = route_sources((path / "server.py").read_text(encoding="utf-8"))
         assert fixed["update_customer"] == route_sources(clean)["update_customer"]
         assert all(fixed[t] == route_sources(broken)[t] for t in fixed if t != "update_customer")

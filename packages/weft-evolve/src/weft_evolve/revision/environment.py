@@ -145,7 +145,14 @@ def revise_environment(
                 f"{t}: " + "; ".join(f"{c.name}: {c.detail}" for c in failing[t])[:300]
             )
     previously = {t.name for t in manifest.tools if t.certified}
-    regressed = sorted(t for t in failing if t in previously)
+    # Only the revised routes changed (the splice keeps every other one byte-identical), so an
+    # unchanged route failing now failed before: a defect found on the way, not a regression.
+    rev.failing_elsewhere = sorted(t for t in failing if t not in tools)
+    if rev.failing_elsewhere:
+        rev.revalidation.append(
+            f"unchanged routes failing their construction checks: {rev.failing_elsewhere}"
+        )
+    regressed = sorted(t for t in failing if t in previously and t in tools)
     if regressed:
         shutil.rmtree(work, ignore_errors=True)
         rev.error = f"revalidation failed for {regressed}"
