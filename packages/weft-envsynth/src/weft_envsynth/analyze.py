@@ -7,6 +7,7 @@ which is checked against the spec and repaired from the programmatic result wher
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -132,8 +133,39 @@ def _is_file_tool(tool: ToolSpec, words: list[str]) -> bool:
 _FILE_NOUNS = {"file", "files", "directory", "directories", "folder", "folders", "dir", "mkdir"}
 
 
+def annotation(tool: ToolSpec, hint: str) -> bool | None:
+    """An MCP annotation hint (`readOnlyHint`, or its snake_case form) as the server declared it;
+    None when absent or not a boolean (a hostile `"readOnlyHint": "yes"` decides nothing)."""
+    ann = tool.annotations if isinstance(tool.annotations, dict) else {}
+    value = ann.get(hint, ann.get(re.sub(r"([A-Z])", r"_\1", hint).lower()))
+    return value if isinstance(value, bool) else None
+
+
+def idempotent_delete(tool: ToolSpec, operation: str) -> bool:
+    """A delete the server declares idempotent: deleting what is already gone succeeds."""
+    return operation in {"delete", "file_delete"} and annotation(tool, "idempotentHint") is True
+
+
 def classify_operation(tool: ToolSpec) -> tuple[Operation, str | None]:
-    """The tool's operation and the verb that decided it (None when none was found)."""
+    """The tool's operation and the verb that decided it (None when none was found).
+
+    A tool the server annotates `readOnlyHint: true` is never a write, whatever its name's verb
+    says (`open_nodes` opens nothing): it reads one row by its key, lists, or searches."""
+    op, verb = _classify_by_words(tool)
+    if annotation(tool, "readOnlyHint") is True and op in _WRITE_OPS | {
+        "file_write",
+        "file_delete",
+    }:
+        if op.startswith("file_"):
+            return "file_read", verb
+        props = {W.identifier(a) for a in tool.properties}
+        if props & W.QUERY_ARGS:
+            return "search", verb
+        return ("read" if tool.required else "list"), verb
+    return op, verb
+
+
+def _classify_by_words(tool: ToolSpec) -> tuple[Operation, str | None]:
     words = W.split_words(tool.name)
     if _is_file_tool(tool, words):
         for w in words:

@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
-from weft_envsynth.analyze import file_tool_set
+from weft_envsynth.analyze import file_tool_set, idempotent_delete
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
@@ -384,6 +384,19 @@ def _render_route(
         assign()
         commit()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
+    elif op == "delete" and idempotent_delete(tool, op):
+        # Declared idempotent (MCP `idempotentHint`): what is already gone is deleted, not an error.
+        start = len(out)
+        locate()
+        body = ["    " + line for line in out[start:]]
+        del out[start:]
+        out += ["try:", *body, "except ToolFailure as exc:", "    if exc.code != 'not_found':"]
+        out += ["        raise", f"    return {{'deleted': False, {key!r}: None}}"]
+        out.append(f"deleted_key = row.{key}")
+        out.append("session.delete(row)")
+        if route.commit:
+            out.append("session.commit()")
+        out.append(f"return {{'deleted': True, {key!r}: deleted_key}}")
     elif op == "delete":
         locate()
         out.append(f"deleted_key = row.{key}")

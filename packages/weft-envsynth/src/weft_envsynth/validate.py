@@ -31,6 +31,7 @@ from weft_envsynth._internal.dbstate import (
 )
 from weft_envsynth._internal.filechecks import WorkspaceChecks, error_category
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.analyze import idempotent_delete
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
 from weft_envsynth.loader import import_bundle, unload_bundle
@@ -494,6 +495,7 @@ class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
             key_arg
             and contract.operation in {"read", "update", "action", "delete"}
             and key_arg in base
+            and not idempotent_delete(tool, contract.operation)
         ):
             unknown = 99999999 if ent.field(ent.key).type == "integer" else "UNKNOWN-99999"
             await self.expect_error(
