@@ -148,8 +148,9 @@ class CallGen:
         is_dir = "director" in str(tool.get("description", "")).lower().split(".")[0]
         return f"{parent}/{self.fresh_word()}" + ("" if is_dir else ".txt")
 
-    def sql(self, tool: dict[str, Any]) -> str:
-        desc = str(tool.get("description", "")).lower()
+    def sql(self, tool: dict[str, Any], schema: dict[str, Any]) -> str:
+        desc = f"{tool.get('description', '')} {schema.get('description', '')}".lower()
+        desc = re.sub(r"\bcreate (a )?(new )?table", "create table", desc)
         kinds = [k for k in SQL_KINDS if k in desc] or ["select"]
         kind = self.rng.choice(kinds)
         if kind != "create table" and not self.tables:
@@ -200,7 +201,7 @@ class CallGen:
         if kind == "path":
             return self.path(tool, name)
         if kind == "sql":
-            return self.sql(tool)
+            return self.sql(tool, schema)
         return self.value_text(self.key(name, schema), schema)
 
     def obj(self, tool: dict[str, Any], schema: dict[str, Any], depth: int = 0) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
 from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
 from weft_envsynth.plans import Analysis, ToolEffect
+from weft_envsynth.sqlsem import sql_tool_set
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
 _FILE_VERBS: dict[str, Operation] = {
@@ -323,6 +324,9 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     for t in spec.tools:
         if compute_semantics(t) is not None:
             ops[t.name] = ("compute", None)
+    # SQL tool sets (a statement argument, table listings): served on the session's own tables.
+    for name in sql_tool_set(spec):
+        ops[name] = ("compute", None)
     # File-oriented tool sets (cd, ls, cat, mv, ...): the whole definition decides, not a CRUD verb.
     for name, sem in file_tool_set(spec).items():
         ops[name] = (FILE_OPERATION[sem.verb], sem.verb)  # type: ignore[assignment]

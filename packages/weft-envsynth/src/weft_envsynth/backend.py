@@ -19,6 +19,7 @@ from weft_envsynth.analyze import file_tool_set, idempotent_delete
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
+from weft_envsynth.sqlsem import sql_tool_set
 
 
 def route_programmatic(contract: ToolContract, model: EntityModel) -> RoutePlan:
@@ -179,6 +180,18 @@ def backend(
                     "response_fields": list(csem.response_fields),
                 }
             )
+    sql = sql_tool_set(spec)
+    for i, r in enumerate(routes):
+        ssem = sql.get(r.tool)
+        if ssem is not None and not r.file_verb and r.entity in stateless:
+            routes[i] = r.model_copy(
+                update={
+                    "sql_verb": ssem.verb,
+                    "sql_argument": ssem.statement_argument or ssem.table_argument,
+                    "compute_op": None,
+                    "compute_roles": {},
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -269,6 +282,13 @@ def _render_route(
         head.append("    " + _docstring(tool))
         body = _render_file_route(route, arg)
         return head + ["    " + line if line else "" for line in body]
+    if route.sql_verb:
+        head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
+        head.append("    " + _docstring(tool))
+        given = arg(route.sql_argument)
+        table = route.sql_verb == "describe"
+        call = f"{route.sql_verb!r}, table={given}" if table else f"{route.sql_verb!r}, {given}"
+        return [*head, f"    return sql_tool({call})"]
     if route.compute_op:
         head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
         head.append("    " + _docstring(tool))
@@ -502,6 +522,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from sqlmodel import Session, select  # noqa: F401",
         "",
         "from . import models as m  # noqa: F401",
+        "from .sqlrt import sql_tool  # noqa: F401",
         "from .runtime import (  # noqa: F401",
         "    ToolFailure,",
         "    build_mcp,",

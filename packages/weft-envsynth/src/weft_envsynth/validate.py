@@ -31,11 +31,13 @@ from weft_envsynth._internal.dbstate import (
 )
 from weft_envsynth._internal.filechecks import WorkspaceChecks, error_category
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth._internal.sqlchecks import SqlChecks
 from weft_envsynth.analyze import idempotent_delete
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
 from weft_envsynth.loader import import_bundle, unload_bundle
 from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
+from weft_envsynth.sqlsem import sql_tool_set
 
 if TYPE_CHECKING:  # fastmcp is imported where a server is validated, not at import
     from fastmcp import Client
@@ -68,7 +70,7 @@ class _Call:
         self.text = text
 
 
-class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
+class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, CallGenerator):
     def __init__(
         self,
         spec: MCPSpec,
@@ -96,6 +98,9 @@ class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
             t.name: sem
             for t in spec.tools
             if entity_of.get(t.name) in stateless and (sem := compute_semantics(t)) is not None
+        }
+        self.sql_tools = {
+            n: sem for n, sem in sql_tool_set(spec).items() if entity_of.get(n) in stateless
         }
         self.checks: list[CheckRecord] = []
         self._n = 0
@@ -171,6 +176,10 @@ class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
         return ok_tools
 
     async def run_tool(self, tool: ToolSpec, contract: ToolContract) -> None:
+        ssem = self.sql_tools.get(tool.name)
+        if ssem is not None:
+            await self.sql_checks(tool, ssem)
+            return
         csem = self.compute_tools.get(tool.name)
         if csem is not None:
             await self.compute_checks(tool, csem)
