@@ -21,7 +21,8 @@ State is what the tools show: after every call each side is probed with its read
 arguments need no fresh value (the folder, an enum, an SELECT over each table created so far).
 Per call:
 
-* agree%: both returned an error, or both did not;
+* agree%: both returned an error, or both did not (an answer that is only an error message,
+  `Error: ...` / `Database error: ...`, counts as an error whether or not the server flags it);
 * reprod.%: the synthesized probes changed, of the calls that changed the real probes;
 * spurious%: the synthesized probes changed, of the calls that changed nothing real;
 * values%: the share of the real result's values (string tokens, numbers; the folder's path
@@ -35,6 +36,7 @@ Per call:
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import json
 import os
@@ -84,6 +86,7 @@ def is_read_only(tool: dict[str, Any]) -> bool:
     return _words(tool["name"])[-1:] != [] and any(v in _words(tool["name"]) for v in READ_VERBS)
 
 
+ERROR_TEXT = re.compile(r"\s*(\w+ )?error\b", re.I)
 SQL_KINDS = ("create table", "insert", "update", "delete", "select")
 
 
@@ -383,9 +386,15 @@ def _payload(res: Any) -> tuple[bool, Any]:
         try:
             data = json.loads(text)
         except ValueError:
-            data = text
+            try:  # servers that print Python values (`[{'id': 1}]`) answer data all the same
+                data = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                data = text
     elif isinstance(data, dict) and set(data) == {"result"} and text:
         data = data["result"]
+    # An answer that is only an error message is an error to the agent reading it, flagged or not.
+    if not err and isinstance(data, str) and ERROR_TEXT.match(data):
+        err = True
     return err, data
 
 

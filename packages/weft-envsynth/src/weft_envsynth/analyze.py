@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import (
     Entity,
     EntityField,
+    EntityModel,
     MCPSpec,
     Relation,
     StateKind,
@@ -145,6 +146,26 @@ def annotation(tool: ToolSpec, hint: str) -> bool | None:
 def idempotent_delete(tool: ToolSpec, operation: str) -> bool:
     """A delete the server declares idempotent: deleting what is already gone succeeds."""
     return operation in {"delete", "file_delete"} and annotation(tool, "idempotentHint") is True
+
+
+# Nouns that name a whole store rather than one kind of row (`read_graph`, `dump_memory`).
+_STORE_NOUNS = {"graph", "store", "memory", "database", "db", "state", "snapshot", "everything"}
+
+
+def whole_store_read(
+    tool: ToolSpec, operation: str, entity: str | None, model: EntityModel
+) -> list[str]:
+    """The entities a tool reads when it reads the whole store: an argument-free read whose noun
+    names a store, over an entity nothing writes, in a tool set that writes other entities (the
+    memory server's `read_graph` returns its entities and relations). Empty otherwise."""
+    if operation not in {"read", "list", "search", "compute"} or tool.required:
+        return []
+    if not set(W.split_words(tool.name)) & _STORE_NOUNS:
+        return []
+    ent = next((e for e in model.entities if e.name == entity), None)
+    if ent is None or not ent.reference_data:
+        return []
+    return [e.name for e in model.entities if not e.reference_data]
 
 
 def classify_operation(tool: ToolSpec) -> tuple[Operation, str | None]:

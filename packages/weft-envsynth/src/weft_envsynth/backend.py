@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
-from weft_envsynth.analyze import file_tool_set, idempotent_delete
+from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
@@ -180,6 +180,12 @@ def backend(
                     "response_fields": list(csem.response_fields),
                 }
             )
+    for i, r in enumerate(routes):
+        if r.file_verb or r.compute_op:
+            continue
+        reads = whole_store_read(spec.tool(r.tool), r.operation, r.entity, model)
+        if reads:
+            routes[i] = r.model_copy(update={"reads_all": reads})
     sql = sql_tool_set(spec)
     for i, r in enumerate(routes):
         ssem = sql.get(r.tool)
@@ -282,6 +288,16 @@ def _render_route(
         head.append("    " + _docstring(tool))
         body = _render_file_route(route, arg)
         return head + ["    " + line if line else "" for line in body]
+    if route.reads_all:
+        head.append(
+            f"def {fn}(body: {args_cls}, session: Session = Depends(db_session)) -> dict[str, Any]:"
+        )
+        head.append("    " + _docstring(tool))
+        parts = ", ".join(
+            f"{W.plural(e)!r}: [row_dict(r) for r in session.exec(select(m.{model_class(e)})).all()]"
+            for e in route.reads_all
+        )
+        return [*head, f"    return {{{parts}}}"]
     if route.sql_verb:
         head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
         head.append("    " + _docstring(tool))

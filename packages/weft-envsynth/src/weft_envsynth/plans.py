@@ -103,6 +103,9 @@ class RoutePlan(WeftModel):
     sql_argument: str | None = Field(
         default=None, description="The argument carrying the SQL statement or the table name."
     )
+    reads_all: list[str] = Field(
+        default_factory=list, description="Entities a whole-store read returns (analyze)."
+    )
     commit: bool = Field(default=True, description="Whether the route commits its session.")
 
 
