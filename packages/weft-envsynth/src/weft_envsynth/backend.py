@@ -17,6 +17,7 @@ from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
+from weft_envsynth.filesem import edit_pairs
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
 from weft_envsynth.sqlsem import sql_tool_set
@@ -286,7 +287,7 @@ def _render_route(
     if op.startswith("file_"):
         head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
         head.append("    " + _docstring(tool))
-        body = _render_file_route(route, arg)
+        body = _render_file_route(route, arg, tool)
         return head + ["    " + line if line else "" for line in body]
     if route.reads_all:
         head.append(
@@ -445,7 +446,7 @@ def _render_route(
     return head + ["    " + line for line in out]
 
 
-def _render_file_route(route: RoutePlan, arg: Any) -> list[str]:
+def _render_file_route(route: RoutePlan, arg: Any, tool: ToolSpec | None = None) -> list[str]:
     op = route.operation
     if route.file_verb:
         pairs = ", ".join(
@@ -510,6 +511,22 @@ def _render_file_route(route: RoutePlan, arg: Any) -> list[str]:
                 ),
                 "    fh.write(text)",
                 "return {'path': ws_rel(path), 'bytes': len(text.encode('utf-8'))}",
+            ]
+        elif tool is not None and (pair := edit_pairs(tool)) is not None:
+            # `edit_file(path, edits=[{oldText, newText}])`: replacements in an existing file;
+            # an old text that is not there refuses the whole edit (nothing half-written).
+            edits, old, new = pair
+            out += [
+                "if not path.is_file():",
+                "    raise ToolFailure('not_found', f'no such file: {path.name}', 404)",
+                "text = path.read_text(encoding='utf-8')",
+                f"for e in {arg(edits)} or []:",
+                f"    o, n = (e.get({old!r}), e.get({new!r})) if isinstance(e, dict) else (None, None)",
+                "    if not isinstance(o, str) or not isinstance(n, str) or o not in text:",
+                "        raise ToolFailure('no_match', f'could not find text to replace: {o!r}')",
+                "    text = text.replace(o, n, 1)",
+                "path.write_text(text, encoding='utf-8')",
+                "return {'path': ws_rel(path), 'edits': len(" + arg(edits) + " or [])}",
             ]
         else:
             out += [
