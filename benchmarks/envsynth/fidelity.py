@@ -518,6 +518,13 @@ def run_before(ref: str, argv: list[str]) -> dict[str, Any]:
 
 
 def main() -> None:
+    if "--real-servers" in sys.argv[1:]:
+        # The benchmark against the four real offline MCP servers lives in its own module.
+        sys.path.insert(0, str(Path(__file__).parent))
+        import fidelity_real
+
+        fidelity_real.main(sys.argv[1:])
+        return
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--bfcl", default=None, help="bfcl-eval wheel or extracted folder")
     ap.add_argument("--limit", type=int, default=0, help="only the first N entries (0 = all 200)")

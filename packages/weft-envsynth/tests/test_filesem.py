@@ -228,3 +228,21 @@ def test_shell_semantics_follow_a_current_directory(shell_bundle: Path, tmp_path
     assert out[7] == (False, {"current_directory_content": ["archive", "docs"]})
     assert out[8][0] is True and "invalid_state" in json.dumps(out[8][1])
     assert out[9][0] is True and out[10][0] is True
+
+
+def test_edit_tools_pair_an_old_text_with_a_new_one() -> None:
+    from weft_envsynth.filesem import edit_pairs
+
+    def t(name: str, items: Any) -> ToolSpec:
+        props = {"path": {"type": "string"}, "edits": {"type": "array", "items": items}}
+        return ToolSpec(
+            name=name, input_schema={"type": "object", "properties": props, "required": ["path"]}
+        )
+
+    pair = {"type": "object", "properties": {"oldText": {}, "newText": {}}}
+    assert edit_pairs(t("edit_file", pair)) == ("edits", "oldText", "newText")
+    assert edit_pairs(t("write_file", pair)) is None  # no edit verb
+    # Hostile items: not an object, no old/new pair, one field doing both.
+    assert edit_pairs(t("edit_file", "oldText")) is None
+    assert edit_pairs(t("edit_file", {"properties": {"text": {}, "line": {}}})) is None
+    assert edit_pairs(t("edit_file", {"properties": {"old_to_new": {}}})) is None

@@ -7,6 +7,7 @@ which is checked against the spec and repaired from the programmatic result wher
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -15,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import (
     Entity,
     EntityField,
+    EntityModel,
     MCPSpec,
     Relation,
     StateKind,
@@ -29,6 +31,7 @@ from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
 from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
 from weft_envsynth.plans import Analysis, ToolEffect
+from weft_envsynth.sqlsem import sql_tool_set
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
 _FILE_VERBS: dict[str, Operation] = {
@@ -132,8 +135,59 @@ def _is_file_tool(tool: ToolSpec, words: list[str]) -> bool:
 _FILE_NOUNS = {"file", "files", "directory", "directories", "folder", "folders", "dir", "mkdir"}
 
 
+def annotation(tool: ToolSpec, hint: str) -> bool | None:
+    """An MCP annotation hint (`readOnlyHint`, or its snake_case form) as the server declared it;
+    None when absent or not a boolean (a hostile `"readOnlyHint": "yes"` decides nothing)."""
+    ann = tool.annotations if isinstance(tool.annotations, dict) else {}
+    value = ann.get(hint, ann.get(re.sub(r"([A-Z])", r"_\1", hint).lower()))
+    return value if isinstance(value, bool) else None
+
+
+def idempotent_delete(tool: ToolSpec, operation: str) -> bool:
+    """A delete the server declares idempotent: deleting what is already gone succeeds."""
+    return operation in {"delete", "file_delete"} and annotation(tool, "idempotentHint") is True
+
+
+# Nouns that name a whole store rather than one kind of row (`read_graph`, `dump_memory`).
+_STORE_NOUNS = {"graph", "store", "memory", "database", "db", "state", "snapshot", "everything"}
+
+
+def whole_store_read(
+    tool: ToolSpec, operation: str, entity: str | None, model: EntityModel
+) -> list[str]:
+    """The entities a tool reads when it reads the whole store: an argument-free read whose noun
+    names a store, over an entity nothing writes, in a tool set that writes other entities (the
+    memory server's `read_graph` returns its entities and relations). Empty otherwise."""
+    if operation not in {"read", "list", "search", "compute"} or tool.required:
+        return []
+    if not set(W.split_words(tool.name)) & _STORE_NOUNS:
+        return []
+    ent = next((e for e in model.entities if e.name == entity), None)
+    if ent is None or not ent.reference_data:
+        return []
+    return [e.name for e in model.entities if not e.reference_data]
+
+
 def classify_operation(tool: ToolSpec) -> tuple[Operation, str | None]:
-    """The tool's operation and the verb that decided it (None when none was found)."""
+    """The tool's operation and the verb that decided it (None when none was found).
+
+    A tool the server annotates `readOnlyHint: true` is never a write, whatever its name's verb
+    says (`open_nodes` opens nothing): it reads one row by its key, lists, or searches."""
+    op, verb = _classify_by_words(tool)
+    if annotation(tool, "readOnlyHint") is True and op in _WRITE_OPS | {
+        "file_write",
+        "file_delete",
+    }:
+        if op.startswith("file_"):
+            return "file_read", verb
+        props = {W.identifier(a) for a in tool.properties}
+        if props & W.QUERY_ARGS:
+            return "search", verb
+        return ("read" if tool.required else "list"), verb
+    return op, verb
+
+
+def _classify_by_words(tool: ToolSpec) -> tuple[Operation, str | None]:
     words = W.split_words(tool.name)
     if _is_file_tool(tool, words):
         for w in words:
@@ -291,6 +345,9 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     for t in spec.tools:
         if compute_semantics(t) is not None:
             ops[t.name] = ("compute", None)
+    # SQL tool sets (a statement argument, table listings): served on the session's own tables.
+    for name in sql_tool_set(spec):
+        ops[name] = ("compute", None)
     # File-oriented tool sets (cd, ls, cat, mv, ...): the whole definition decides, not a CRUD verb.
     for name, sem in file_tool_set(spec).items():
         ops[name] = (FILE_OPERATION[sem.verb], sem.verb)  # type: ignore[assignment]

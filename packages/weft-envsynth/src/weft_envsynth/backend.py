@@ -15,10 +15,12 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
-from weft_envsynth.analyze import file_tool_set
+from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
+from weft_envsynth.filesem import edit_pairs
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
+from weft_envsynth.sqlsem import sql_tool_set
 
 
 def route_programmatic(contract: ToolContract, model: EntityModel) -> RoutePlan:
@@ -179,6 +181,24 @@ def backend(
                     "response_fields": list(csem.response_fields),
                 }
             )
+    for i, r in enumerate(routes):
+        if r.file_verb or r.compute_op:
+            continue
+        reads = whole_store_read(spec.tool(r.tool), r.operation, r.entity, model)
+        if reads:
+            routes[i] = r.model_copy(update={"reads_all": reads})
+    sql = sql_tool_set(spec)
+    for i, r in enumerate(routes):
+        ssem = sql.get(r.tool)
+        if ssem is not None and not r.file_verb and r.entity in stateless:
+            routes[i] = r.model_copy(
+                update={
+                    "sql_verb": ssem.verb,
+                    "sql_argument": ssem.statement_argument or ssem.table_argument,
+                    "compute_op": None,
+                    "compute_roles": {},
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -267,8 +287,25 @@ def _render_route(
     if op.startswith("file_"):
         head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
         head.append("    " + _docstring(tool))
-        body = _render_file_route(route, arg)
+        body = _render_file_route(route, arg, tool)
         return head + ["    " + line if line else "" for line in body]
+    if route.reads_all:
+        head.append(
+            f"def {fn}(body: {args_cls}, session: Session = Depends(db_session)) -> dict[str, Any]:"
+        )
+        head.append("    " + _docstring(tool))
+        parts = ", ".join(
+            f"{W.plural(e)!r}: [row_dict(r) for r in session.exec(select(m.{model_class(e)})).all()]"
+            for e in route.reads_all
+        )
+        return [*head, f"    return {{{parts}}}"]
+    if route.sql_verb:
+        head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
+        head.append("    " + _docstring(tool))
+        given = arg(route.sql_argument)
+        table = route.sql_verb == "describe"
+        call = f"{route.sql_verb!r}, table={given}" if table else f"{route.sql_verb!r}, {given}"
+        return [*head, f"    return sql_tool({call})"]
     if route.compute_op:
         head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
         head.append("    " + _docstring(tool))
@@ -384,6 +421,19 @@ def _render_route(
         assign()
         commit()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
+    elif op == "delete" and idempotent_delete(tool, op):
+        # Declared idempotent (MCP `idempotentHint`): what is already gone is deleted, not an error.
+        start = len(out)
+        locate()
+        body = ["    " + line for line in out[start:]]
+        del out[start:]
+        out += ["try:", *body, "except ToolFailure as exc:", "    if exc.code != 'not_found':"]
+        out += ["        raise", f"    return {{'deleted': False, {key!r}: None}}"]
+        out.append(f"deleted_key = row.{key}")
+        out.append("session.delete(row)")
+        if route.commit:
+            out.append("session.commit()")
+        out.append(f"return {{'deleted': True, {key!r}: deleted_key}}")
     elif op == "delete":
         locate()
         out.append(f"deleted_key = row.{key}")
@@ -396,7 +446,7 @@ def _render_route(
     return head + ["    " + line for line in out]
 
 
-def _render_file_route(route: RoutePlan, arg: Any) -> list[str]:
+def _render_file_route(route: RoutePlan, arg: Any, tool: ToolSpec | None = None) -> list[str]:
     op = route.operation
     if route.file_verb:
         pairs = ", ".join(
@@ -462,6 +512,22 @@ def _render_file_route(route: RoutePlan, arg: Any) -> list[str]:
                 "    fh.write(text)",
                 "return {'path': ws_rel(path), 'bytes': len(text.encode('utf-8'))}",
             ]
+        elif tool is not None and (pair := edit_pairs(tool)) is not None:
+            # `edit_file(path, edits=[{oldText, newText}])`: replacements in an existing file;
+            # an old text that is not there refuses the whole edit (nothing half-written).
+            edits, old, new = pair
+            out += [
+                "if not path.is_file():",
+                "    raise ToolFailure('not_found', f'no such file: {path.name}', 404)",
+                "text = path.read_text(encoding='utf-8')",
+                f"for e in {arg(edits)} or []:",
+                f"    o, n = (e.get({old!r}), e.get({new!r})) if isinstance(e, dict) else (None, None)",
+                "    if not isinstance(o, str) or not isinstance(n, str) or o not in text:",
+                "        raise ToolFailure('no_match', f'could not find text to replace: {o!r}')",
+                "    text = text.replace(o, n, 1)",
+                "path.write_text(text, encoding='utf-8')",
+                "return {'path': ws_rel(path), 'edits': len(" + arg(edits) + " or [])}",
+            ]
         else:
             out += [
                 "path.mkdir(parents=True, exist_ok=True)",
@@ -489,6 +555,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from sqlmodel import Session, select  # noqa: F401",
         "",
         "from . import models as m  # noqa: F401",
+        "from .sqlrt import sql_tool  # noqa: F401",
         "from .runtime import (  # noqa: F401",
         "    ToolFailure,",
         "    build_mcp,",

@@ -66,6 +66,16 @@ def tool_semantics(state: EnvSynthState) -> dict[str, dict[str, str]]:
                 "kind": "workspace",
                 "why": f"file verb {r.file_verb!r} from its definition",
             }
+        elif r.reads_all:
+            out[t.name] = {
+                "kind": "database",
+                "why": f"reads the whole store: {', '.join(r.reads_all)}",
+            }
+        elif r.sql_verb:
+            out[t.name] = {
+                "kind": "sql",
+                "why": f"SQL {r.sql_verb!r} on the session's own tables",
+            }
         elif r.compute_op:
             out[t.name] = {
                 "kind": "compute",

@@ -241,3 +241,26 @@ def semantic_args(roles: dict[str, str], args: dict[str, Any]) -> dict[str, Any]
         if arg in args and args[arg] is not None and role != "other":
             out.setdefault(role, args[arg])
     return out
+
+
+_EDIT_VERBS = {"edit", "modify", "patch", "replace", "update"}
+
+
+def edit_pairs(tool: ToolSpec) -> tuple[str, str, str] | None:
+    """(edits argument, old-text field, new-text field) of an edit tool: an edit verb in the name
+    and an array argument whose items pair an old text with a new one."""
+    if not set(W.split_words(tool.name)) & _EDIT_VERBS:
+        return None
+    for name, sch in tool.properties.items():
+        items = sch.get("items") if isinstance(sch, dict) and sch.get("type") == "array" else None
+        props = items.get("properties") if isinstance(items, dict) else None
+        if not isinstance(props, dict):
+            continue
+        words = {k: set(W.split_words(k)) for k in props}
+        old = next((k for k, w in words.items() if w & {"old", "search", "find", "from"}), None)
+        new = next(
+            (k for k, w in words.items() if w & {"new", "replace", "replacement", "to"}), None
+        )
+        if old and new and old != new:
+            return name, old, new
+    return None

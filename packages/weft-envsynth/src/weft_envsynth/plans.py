@@ -97,6 +97,15 @@ class RoutePlan(WeftModel):
     compute_roles: dict[str, str] = Field(
         default_factory=dict, description="argument -> operand name for compute_op."
     )
+    sql_verb: str | None = Field(
+        default=None, description="SQL tool kind on the session's own tables (sqlsem)."
+    )
+    sql_argument: str | None = Field(
+        default=None, description="The argument carrying the SQL statement or the table name."
+    )
+    reads_all: list[str] = Field(
+        default_factory=list, description="Entities a whole-store read returns (analyze)."
+    )
     commit: bool = Field(default=True, description="Whether the route commits its session.")
 
 

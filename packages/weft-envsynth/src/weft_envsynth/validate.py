@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from weft_core.binding import SessionBinding, bind_session, release_session
 from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
+from weft_envsynth._internal import words as W
 from weft_envsynth._internal.callgen import CallGenerator
 from weft_envsynth._internal.computechecks import ComputeChecks
 from weft_envsynth._internal.dbstate import (
@@ -31,10 +32,13 @@ from weft_envsynth._internal.dbstate import (
 )
 from weft_envsynth._internal.filechecks import WorkspaceChecks, error_category
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth._internal.sqlchecks import SqlChecks
+from weft_envsynth.analyze import idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
 from weft_envsynth.loader import import_bundle, unload_bundle
 from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
+from weft_envsynth.sqlsem import sql_tool_set
 
 if TYPE_CHECKING:  # fastmcp is imported where a server is validated, not at import
     from fastmcp import Client
@@ -67,7 +71,7 @@ class _Call:
         self.text = text
 
 
-class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
+class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, CallGenerator):
     def __init__(
         self,
         spec: MCPSpec,
@@ -95,6 +99,9 @@ class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
             t.name: sem
             for t in spec.tools
             if entity_of.get(t.name) in stateless and (sem := compute_semantics(t)) is not None
+        }
+        self.sql_tools = {
+            n: sem for n, sem in sql_tool_set(spec).items() if entity_of.get(n) in stateless
         }
         self.checks: list[CheckRecord] = []
         self._n = 0
@@ -170,6 +177,14 @@ class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
         return ok_tools
 
     async def run_tool(self, tool: ToolSpec, contract: ToolContract) -> None:
+        reads = whole_store_read(tool, contract.operation, contract.entity, self.model)
+        if reads:
+            await self.whole_store_check(tool, reads)
+            return
+        ssem = self.sql_tools.get(tool.name)
+        if ssem is not None:
+            await self.sql_checks(tool, ssem)
+            return
         csem = self.compute_tools.get(tool.name)
         if csem is not None:
             await self.compute_checks(tool, csem)
@@ -186,6 +201,23 @@ class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
                 tool, contract, required_only=False, name="boundary_enum_edge", enum_pick=-1
             )
         await self.negatives(tool, contract)
+
+    async def whole_store_check(self, tool: ToolSpec, reads: list[str]) -> None:
+        """A whole-store read returns every row of every entity it reads, as the DB holds them."""
+        state = self.state()
+        res = await self.call(tool.name, {})
+        problem = f"valid call failed: {res.text}" if res.is_error else None
+        data = res.data if isinstance(res.data, dict) else {}
+        for ent in reads:
+            if problem:
+                break
+            got = data.get(W.plural(ent))
+            want = len(state.get(ent, {}))
+            if not isinstance(got, list) or len(got) != want:
+                problem = f"{W.plural(ent)}: {want} rows in the DB, result has {got!r:.80}"
+        self.record(
+            tool.name, "reads_whole_store", "query", problem is None, "runtime", problem or ""
+        )
 
     async def positive(
         self,
@@ -494,6 +526,7 @@ class _Validator(WorkspaceChecks, ComputeChecks, CallGenerator):
             key_arg
             and contract.operation in {"read", "update", "action", "delete"}
             and key_arg in base
+            and not idempotent_delete(tool, contract.operation)
         ):
             unknown = 99999999 if ent.field(ent.key).type == "integer" else "UNKNOWN-99999"
             await self.expect_error(

@@ -10,7 +10,7 @@ from typing import Any
 from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
 from weft_envsynth.analyze import file_tool_set
-from weft_envsynth.filesem import READ_VERBS, FileSemantics
+from weft_envsynth.filesem import READ_VERBS, FileSemantics, edit_pairs
 from weft_envsynth.plans import IssueCategory
 
 # The validation workspace (validate.SEED_FILES) these probes are written against.
@@ -163,10 +163,44 @@ class WorkspaceChecks:
             )
         self._reset_workspace()
 
+    async def edit_checks(self, tool: ToolSpec, path_arg: str, pair: tuple[str, str, str]) -> None:
+        """An edit replaces text in an existing file; a missing file or text is refused."""
+        edits, old, new = pair
+        target = self.ws / "weft_edit_probe.txt"
+        target.write_text("alpha beta\ngamma\n", encoding="utf-8")
+        args = {path_arg: "/weft_edit_probe.txt", edits: [{old: "beta", new: "delta"}]}
+        res = await self.call(tool.name, args)
+        got = target.read_text(encoding="utf-8")
+        problem = (
+            f"valid call failed: {res.text}"
+            if res.is_error
+            else None
+            if got == "alpha delta\ngamma\n"
+            else f"file after the edit: {got!r}"
+        )
+        self.record(tool.name, "edit_replaces_text", "normal", problem is None, "mapping",
+                    problem or "", args)  # fmt: skip
+        await self.expect_error(
+            tool, "boundary_edit_missing_file",
+            {path_arg: "/no_such_file.txt", edits: [{old: "a", new: "b"}]}, "mapping",
+            "an edit of a missing file",
+        )  # fmt: skip
+        await self.expect_error(
+            tool, "boundary_edit_missing_text",
+            {path_arg: "/weft_edit_probe.txt", edits: [{old: "nowhere", new: "b"}]}, "mapping",
+            "an edit of text that is not there",
+        )  # fmt: skip
+        target.unlink(missing_ok=True)
+
     async def file_checks(self, tool: ToolSpec, contract: ToolContract) -> None:
         sem = file_tool_set(self.spec).get(tool.name)
         if sem is not None:
             await self.shell_checks(tool, sem)
+            return
+        pair = edit_pairs(tool)
+        paths = [m.argument for m in contract.mappings if m.role == "path"]
+        if pair is not None and contract.operation == "file_write" and paths:
+            await self.edit_checks(tool, paths[0], pair)
             return
         args = self.build_args(tool, contract, None, {}, required_only=False) or {}
         before = read_workspace(self.ws)

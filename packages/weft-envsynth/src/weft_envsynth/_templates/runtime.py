@@ -111,11 +111,22 @@ def workspace_root() -> Path:
     return root
 
 
+def _root_relative(root: Path, name: str) -> str:
+    """Real file servers are called with absolute paths inside the folder they were given; such a
+    path naming the session's own workspace folder means the same place here ("/" + the rest)."""
+    for form in {str(root), str(root.resolve())}:
+        form = form.rstrip("/")
+        if form and (name == form or name.startswith(form + "/")):
+            return "/" + name[len(form) :].lstrip("/")
+    return name
+
+
 def ws_path(relative: Any) -> Path:
     if not isinstance(relative, str):
         raise ToolFailure("invalid_path", "path must be a string")
     try:
-        return resolve_in_workspace(workspace_root(), relative)
+        root = workspace_root()
+        return resolve_in_workspace(root, _root_relative(root, relative))
     except WorkspaceEscapeError:
         raise ToolFailure("invalid_path", "path is outside the workspace") from None
 
