@@ -70,3 +70,24 @@ async def test_batch_stops_at_the_first_failure_and_ledgers_what_ran(
     unknown = await client.batch(group, [CallOp(mcp="nope", tool="x"), FreezeOp()], close=True)
     assert unknown.stopped_at == 0 and "no session for MCP 'nope'" in (unknown.steps[0].error or "")
     assert unknown.closed
+
+
+async def test_a_checkpoint_without_its_diff_keeps_the_verdict_and_the_diff_baseline(
+    client: MegaMCPClient, notes: MCPRecord
+) -> None:
+    m = notes.mcp_id
+    grace = RowExists(id="grace", table="contact", where={"name": "Grace"})
+    out = await client.run(
+        [m],
+        [
+            CallOp(mcp=m, tool="add_contact", arguments={"name": "Grace", "email": "g@x.y"}),
+            VerifyOp(checkpoint="a", diff=False),
+            VerifyOp(checkpoint="b"),
+        ],
+        verifier=Verifier(checkpoints={"a": [grace], "b": [grace]}),
+    )
+    quick, full = out.steps[1].verification, out.steps[2].verification
+    assert quick is not None and quick.passed and quick.state_diff is None
+    # the undiffed checkpoint did not move the baseline: b's diff still starts at the initial DB
+    assert full is not None and full.passed and full.state_diff is not None
+    assert full.state_diff.since == "initial" and not full.state_diff.empty

@@ -76,7 +76,9 @@ async def _one(core: HostCore, group: HostedGroup, op: BatchOp) -> BatchStep:
             await m.freeze(group.group_id)
             return BatchStep(op="freeze")
         if op.checkpoint:
-            res = await m.checkpoint_verify(group.group_id, op.checkpoint, timeout_s=timeout)
+            res = await m.checkpoint_verify(
+                group.group_id, op.checkpoint, timeout_s=timeout, diff=op.diff
+            )
         else:
             res = await m.verify(group.group_id, timeout_s=timeout)
         return BatchStep(op="verify", verification=res)

@@ -124,6 +124,13 @@ class VerifyOp(BaseModel):
 
     op: Literal["verify"] = "verify"
     checkpoint: str | None = None
+    diff: bool = Field(
+        default=True,
+        description="Attach a checkpoint's state diff (rows and files changed since the previous "
+        "diffed checkpoint). A replay that reads only the verdict turns it off: the diff was "
+        "a third of a construction-time checkpoint's cost, and skipping it leaves the diff "
+        "baseline where it was.",
+    )
 
 
 class FreezeOp(BaseModel):
