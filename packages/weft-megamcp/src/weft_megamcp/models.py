@@ -159,6 +159,12 @@ class RunRequest(BatchRequest):
 
     create: CreateGroupRequest
     close: bool = True
+    snapshots: dict[str, str] = Field(
+        default_factory=dict,
+        description="MCP key of `create.mcps` -> host-side path of an initial DB to store first "
+        "(as POST /admin/mcps/{id}/snapshots does); that session starts from it. Saves a "
+        "request per MCP for a replay from fresh snapshots.",
+    )
 
 
 class BatchStep(BaseModel):
