@@ -1,7 +1,7 @@
 """Benchmark: certify atomic-task libraries from the example MCPs, then compose N grounded tasks.
 
     uv run python benchmarks/tasks/compose_1000.py [--n 1000] [--bundles DIR ...] [--out DIR]
-        [--profiles FILE] [--json FILE]
+        [--profiles FILE] [--json FILE] [--libraries DIR] [--before GIT_REF]
 
 Without --bundles the example specs (examples/mcps/*.json) are synthesized with `weft-envsynth
 synth` first; pass extra bundle folders (e.g. certified MCPs built from the real corpus) with
@@ -11,6 +11,14 @@ composed task. Prints throughput, rejections by reason, the profile distribution
 targets and MCP / domain coverage, then the corpus contents measured by `corpus_stats.py`
 (data flow, length, contradictions, chains, grounding, views); writes OUT/benchmark.json and,
 with --json FILE, the same figures to FILE.
+
+Composition's cost is reported as wall time, process CPU seconds per task (all threads: the
+embedded host runs in this process; on a machine shared with other work CPU is the figure that
+compares) and MegaMCP admin requests per task. `--libraries DIR` composes from libraries an
+earlier run certified (OUT/lib) instead of certifying again. `--before GIT_REF` composes the
+same libraries with weft-tasks, weft-megamcp and weft-core as they were at GIT_REF (their
+sources first on the import path of a child process) and then with this checkout, and prints
+both side by side.
 """
 
 from __future__ import annotations
@@ -18,14 +26,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from weft_core.console import summary_table
 from weft_tasks.atomic.certify import bundle_dirs, certify_bundle
+from weft_tasks.atomic.library import load_library
 from weft_tasks.atomic.megamcp import megamcp_client
 from weft_tasks.atomic.validation import MegaMCPValidator
 from weft_tasks.compose.pipeline import Composer
@@ -47,17 +61,46 @@ def synthesize_examples(dest: Path) -> Path:
     return dest
 
 
+def _cpu_seconds() -> float:
+    """CPU of this process (every thread) and its reaped children."""
+    own = time.process_time()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own + kids.ru_utime + kids.ru_stime
+
+
+def _count_requests(client: Any) -> Counter[str]:
+    """Counts the admin requests a `MegaMCPClient` makes, by method and route."""
+    counts: Counter[str] = Counter()
+
+    async def hook(response: Any) -> None:
+        parts = response.request.url.path.split("/")
+        # /admin/groups/<id>/batch -> /admin/groups/{id}/batch; /admin/mcps/<id>/snapshots too
+        route = "/".join("{id}" if i == 3 and len(parts) > 4 else p for i, p in enumerate(parts))
+        counts[f"{response.request.method} {route}"] += 1
+
+    http = getattr(client, "_http", None)
+    if http is not None:
+        http.event_hooks["response"].append(hook)
+    return counts
+
+
 async def run(args: argparse.Namespace) -> dict[str, object]:
     out = Path(args.out or tempfile.mkdtemp(prefix="weft-bench-tasks-"))
     out.mkdir(parents=True, exist_ok=True)
-    sources = [Path(b) for b in args.bundles] or [synthesize_examples(out / "bundles")]
-    dirs = bundle_dirs(sources)
     settings = TasksSettings(seed=args.seed, concurrency=args.concurrency)
+    dirs: list[Path] = []
+    if not args.libraries:
+        sources = [Path(b) for b in args.bundles] or [synthesize_examples(out / "bundles")]
+        dirs = bundle_dirs(sources)
     result: dict[str, object] = {"n": args.n, "bundles": len(dirs)}
     async with megamcp_client(data_dir=out / ".megamcp", subprocess=args.subprocess_host) as client:
         t0 = time.perf_counter()
         validator = MegaMCPValidator(client, concurrency=settings.concurrency)
         libs = []
+        if args.libraries:
+            libs = load_library(args.libraries)
+            if not (out / "lib").exists():  # corpus_stats reads the libraries from OUT/lib
+                (out / "lib").symlink_to(Path(args.libraries).resolve())
         for d in dirs:
             try:
                 libs.append(
@@ -70,11 +113,20 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         t_atomic = time.perf_counter() - t0
         profiles = load_profiles(args.profiles) if args.profiles else DEFAULT_PROFILES
         composer = Composer(libs, client, out / "tasks", settings=settings, profiles=profiles)
-        t1 = time.perf_counter()
+        for lib in composer.libs:  # registration is per MCP, not per task: outside the timing
+            await composer.registrar.mcp_id(lib.bundle.path)
+        requests = _count_requests(client)
+        c1, t1 = _cpu_seconds(), time.perf_counter()
         report = await composer.run(args.n)
-        t_compose = time.perf_counter() - t1
+        t_compose, c_compose = time.perf_counter() - t1, _cpu_seconds() - c1
     tasks = sum(len(lib.tasks) for lib in libs)
+    done = max(1, len(report.tasks))
     result |= {
+        "code": os.environ.get("WEFT_BENCH_CODE", "this checkout"),
+        "compose_cpu_seconds": round(c_compose, 2),
+        "cpu_seconds_per_task": round(c_compose / done, 3),
+        "megamcp_requests": dict(requests),
+        "requests_per_task": round(sum(requests.values()) / done, 2),
         "mcps": len(libs),
         "domains": len({lib.domain for lib in libs}),
         "atomic_tasks": tasks,
@@ -84,6 +136,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         "compose_seconds": round(t_compose, 2),
         "tasks_per_second": round(len(report.tasks) / t_compose, 3) if t_compose else None,
         "tasks_per_minute": round(60 * len(report.tasks) / t_compose, 1) if t_compose else None,
+        "tasks_per_cpu_minute": round(60 * len(report.tasks) / c_compose, 1) if c_compose else None,
         "rejections": report.rejections,
         "grounding": report.grounding,
         "stats": report.stats.model_dump() if report.stats else None,
@@ -107,6 +160,18 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
             ],
         ],
     )
+    summary_table(
+        "Composition cost",
+        ["tasks/min (wall)", "CPU s / task", "tasks / CPU-min", "MegaMCP requests / task"],
+        [
+            [
+                result["tasks_per_minute"],
+                result["cpu_seconds_per_task"],
+                result["tasks_per_cpu_minute"],
+                result["requests_per_task"],
+            ]
+        ],
+    )
     if report.stats:
         show(report.stats, report.rejections)
         summary_table(
@@ -120,6 +185,63 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         Path(args.json).write_text(json.dumps(result, indent=2, default=str))
         print(f"written: {args.json}")
     return result
+
+
+COST_FIELDS = (
+    "composed",
+    "compose_seconds",
+    "tasks_per_minute",
+    "cpu_seconds_per_task",
+    "tasks_per_cpu_minute",
+    "requests_per_task",
+)
+
+
+def run_child(argv: list[str], label: str, src: Path | None) -> dict[str, Any]:
+    """This benchmark in a child process; with `src`, the packages' sources there come first."""
+    out = Path(tempfile.mkdtemp(prefix="weft-bench-tasks-cmp-"))
+    env = {**os.environ, "WEFT_BENCH_CODE": label}
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(src / "packages" / p / "src") for p in ("weft-core", "weft-megamcp", "weft-tasks")
+        )
+    subprocess.run(
+        [sys.executable, __file__, *argv, "--out", str(out / "run"), "--json", str(out / "r.json")],
+        env=env,
+        check=True,
+    )
+    data: dict[str, Any] = json.loads((out / "r.json").read_text())
+    return data
+
+
+def compare(args: argparse.Namespace, argv: list[str]) -> None:
+    """Compose the same libraries with the code at `args.before`, then with this checkout."""
+    repo = ROOT
+    lib = args.libraries
+    if not lib:  # certify once with this checkout; both sides compose from those libraries
+        first = run_child([*_strip(argv, ("--n",)), "--n", "0"], "certify", None)
+        lib = str(Path(str(first["out"])) / "lib")
+    src = Path(tempfile.mkdtemp(prefix="weft-bench-tasks-before-"))
+    try:
+        arch = subprocess.run(
+            ["git", "-C", str(repo), "archive", args.before, "packages"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=arch, check=True)
+        common = ["--libraries", lib, "--n", str(args.n), "--seed", str(args.seed)]
+        before = run_child(common, f"at {args.before}", src)
+        after = run_child(common, "this checkout", None)
+    finally:
+        shutil.rmtree(src, ignore_errors=True)
+    summary_table(
+        f"Composition, {args.n} tasks: before ({args.before}) and after, one run",
+        ["code", *COST_FIELDS],
+        [[r["code"], *(r.get(f) for f in COST_FIELDS)] for r in (before, after)],
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"before": before, "after": after}, indent=2))
+        print(f"written: {args.json}")
 
 
 def main() -> None:
@@ -139,7 +261,33 @@ def main() -> None:
     ap.add_argument(
         "--subprocess-host", action="store_true", help="run the MegaMCP host in its own process"
     )
-    asyncio.run(run(ap.parse_args()))
+    ap.add_argument(
+        "--libraries", default=None, help="compose from these certified libraries (OUT/lib)"
+    )
+    ap.add_argument(
+        "--before", default=None, help="also compose with the code at this git ref, side by side"
+    )
+    args = ap.parse_args()
+    if args.before:
+        compare(args, _strip(sys.argv[1:], ("--before", "--json", "--out")))
+        return
+    asyncio.run(run(args))
+
+
+def _strip(argv: list[str], options: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a in options:
+            skip = True
+            continue
+        if any(a.startswith(o + "=") for o in options):
+            continue
+        out.append(a)
+    return out
 
 
 if __name__ == "__main__":

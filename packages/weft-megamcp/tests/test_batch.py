@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from weft_core.models import RowExists, Verifier
 from weft_megamcp.client import MegaMCPClient
-from weft_megamcp.exceptions import NotFoundError
+from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
 from weft_megamcp.models import CallOp, FreezeOp, VerifyOp
 from weft_megamcp.registry import MCPRecord
 
@@ -70,3 +73,52 @@ async def test_batch_stops_at_the_first_failure_and_ledgers_what_ran(
     unknown = await client.batch(group, [CallOp(mcp="nope", tool="x"), FreezeOp()], close=True)
     assert unknown.stopped_at == 0 and "no session for MCP 'nope'" in (unknown.steps[0].error or "")
     assert unknown.closed
+
+
+async def test_a_checkpoint_without_its_diff_keeps_the_verdict_and_the_diff_baseline(
+    client: MegaMCPClient, notes: MCPRecord
+) -> None:
+    m = notes.mcp_id
+    grace = RowExists(id="grace", table="contact", where={"name": "Grace"})
+    out = await client.run(
+        [m],
+        [
+            CallOp(mcp=m, tool="add_contact", arguments={"name": "Grace", "email": "g@x.y"}),
+            VerifyOp(checkpoint="a", diff=False),
+            VerifyOp(checkpoint="b"),
+        ],
+        verifier=Verifier(checkpoints={"a": [grace], "b": [grace]}),
+    )
+    quick, full = out.steps[1].verification, out.steps[2].verification
+    assert quick is not None and quick.passed and quick.state_diff is None
+    # the undiffed checkpoint did not move the baseline: b's diff still starts at the initial DB
+    assert full is not None and full.passed and full.state_diff is not None
+    assert full.state_diff.since == "initial" and not full.state_diff.empty
+
+
+async def test_run_stores_its_initial_snapshot_in_the_same_request(
+    client: MegaMCPClient, notes: MCPRecord, tmp_path: Path
+) -> None:
+    m = notes.mcp_id
+    db = tmp_path / "initial.sqlite"
+    con = sqlite3.connect(db)
+    con.execute(
+        "CREATE TABLE contact (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "email VARCHAR NOT NULL, tier VARCHAR NOT NULL)"
+    )
+    con.execute("insert into contact (name, email, tier) values ('Ada', 'a@x.y', 'gold')")
+    con.commit()
+    con.close()
+    ada = RowExists(id="ada", table="contact", where={"name": "Ada"})
+    out = await client.run(
+        {m: None},
+        [CallOp(mcp=m, tool="list_contacts"), VerifyOp()],
+        verifier=Verifier.final([ada]),
+        snapshots={m: db},
+    )
+    listed, final = out.steps[0].call, out.steps[1].verification
+    assert listed is not None and "Ada" in listed.text
+    assert final is not None and final.passed
+    # the row only the stored snapshot holds was there: the session started from it
+    with pytest.raises(MegaMCPUserError, match="does not name"):
+        await client.run({m: None}, [], snapshots={"other": db})

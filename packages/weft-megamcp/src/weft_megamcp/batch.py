@@ -17,6 +17,7 @@ from fastmcp.exceptions import ToolError
 
 from weft_core.exceptions import UserError, WeftRuntimeError
 from weft_megamcp._session import HostedGroup
+from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.groups import GroupManager
 from weft_megamcp.models import (
     BatchOp,
@@ -30,6 +31,7 @@ from weft_megamcp.models import (
     GroupHandle,
     RunRequest,
 )
+from weft_megamcp.registry import Registry
 from weft_megamcp.settings import MegaMCPSettings
 
 
@@ -38,6 +40,7 @@ class HostCore(Protocol):
 
     settings: MegaMCPSettings
     manager: GroupManager
+    registry: Registry
 
     async def create_group(self, req: CreateGroupRequest) -> GroupHandle: ...
 
@@ -76,7 +79,9 @@ async def _one(core: HostCore, group: HostedGroup, op: BatchOp) -> BatchStep:
             await m.freeze(group.group_id)
             return BatchStep(op="freeze")
         if op.checkpoint:
-            res = await m.checkpoint_verify(group.group_id, op.checkpoint, timeout_s=timeout)
+            res = await m.checkpoint_verify(
+                group.group_id, op.checkpoint, timeout_s=timeout, diff=op.diff
+            )
         else:
             res = await m.verify(group.group_id, timeout_s=timeout)
         return BatchStep(op="verify", verification=res)
@@ -104,8 +109,19 @@ async def run_batch(core: HostCore, group_id: str, req: BatchRequest) -> BatchRe
 
 
 async def run_group(core: HostCore, req: RunRequest) -> BatchResult:
-    """Create a group, run the batch on it and (by default) close it: one request in all."""
-    handle = await core.create_group(req.create)
+    """Store the request's initial DBs, create a group from them, run the batch on it and (by
+    default) close it: one request in all."""
+    create = req.create
+    if req.snapshots:
+        mcps = dict(create.mcps)
+        for key, path in req.snapshots.items():
+            if key not in mcps:
+                raise MegaMCPUserError(f"snapshot for {key!r}, which the group does not name")
+            mcp_id = key.partition("@")[0]
+            core.registry.get(mcp_id)
+            mcps[key] = core.registry.put_snapshot(mcp_id, path).uri
+        create = create.model_copy(update={"mcps": mcps})
+    handle = await core.create_group(create)
     out = await run_batch(core, handle.group_id, req)
     out.handle = handle
     return out

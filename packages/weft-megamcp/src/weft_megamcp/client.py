@@ -245,8 +245,11 @@ class MegaMCPClient:
         bindings: dict[str, Any] | None = None,
         stop_on_error: bool = True,
         close: bool = True,
+        snapshots: dict[str, str | Path] | None = None,
     ) -> BatchResult:
-        """Create a group, run `ops` on it and close it (unless `close=False`): one request."""
+        """Create a group, run `ops` on it and close it (unless `close=False`): one request.
+        `snapshots` (MCP key -> host-side path of an initial DB) are stored first, as
+        `put_snapshot` would, and those sessions start from them."""
         create = CreateGroupRequest(
             mcps={m: None for m in mcps} if isinstance(mcps, list) else mcps,
             verifier=verifier,
@@ -258,6 +261,7 @@ class MegaMCPClient:
             **BatchRequest(ops=ops, stop_on_error=stop_on_error, close=close).model_dump(
                 mode="json"
             ),
+            "snapshots": {m: str(Path(p).resolve()) for m, p in (snapshots or {}).items()},
         }
         return BatchResult.model_validate(await self._req("POST", "/admin/runs", req))
 

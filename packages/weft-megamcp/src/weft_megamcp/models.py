@@ -124,6 +124,13 @@ class VerifyOp(BaseModel):
 
     op: Literal["verify"] = "verify"
     checkpoint: str | None = None
+    diff: bool = Field(
+        default=True,
+        description="Attach a checkpoint's state diff (rows and files changed since the previous "
+        "diffed checkpoint). A replay that reads only the verdict turns it off: the diff was "
+        "a third of a construction-time checkpoint's cost, and skipping it leaves the diff "
+        "baseline where it was.",
+    )
 
 
 class FreezeOp(BaseModel):
@@ -152,6 +159,12 @@ class RunRequest(BatchRequest):
 
     create: CreateGroupRequest
     close: bool = True
+    snapshots: dict[str, str] = Field(
+        default_factory=dict,
+        description="MCP key of `create.mcps` -> host-side path of an initial DB to store first "
+        "(as POST /admin/mcps/{id}/snapshots does); that session starts from it. Saves a "
+        "request per MCP for a replay from fresh snapshots.",
+    )
 
 
 class BatchStep(BaseModel):

@@ -11,7 +11,12 @@ from weft_core.models import FieldEquals
 from weft_tasks.atomic.megamcp import Registrar, megamcp_client
 from weft_tasks.compose.composer import CompositionState, compose_graph
 from weft_tasks.grounding.agent import ground
-from weft_tasks.grounding.reachability import register_snapshots, replay, write_snapshots
+from weft_tasks.grounding.reachability import (
+    register_snapshots,
+    replay,
+    snapshot_refs,
+    write_snapshots,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -117,3 +122,44 @@ async def test_snapshot_refs_are_content_addresses_a_fresh_host_gets_from_the_co
         victim.write_bytes(victim.read_bytes() + b"x")
         with pytest.raises(TasksUserError, match="corrupt copy"):
             await restore_snapshots(client, [graph], [copies])
+
+
+@pytest.mark.slow  # registers two bundles and replays a task: 80 s on a loaded 2-core machine
+async def test_a_replay_stores_its_snapshots_itself_in_its_first_request(
+    libraries: list[Any], tmp_path: Path
+) -> None:
+    """`replay(store=)` (what composition uses): no put_snapshot requests, the same verdict, and
+    the refs `snapshot_refs` wrote resolve on the host afterwards."""
+    bundles = {lib.mcp: lib.bundle for lib in libraries if lib.mcp in ("crm", "helpdesk")}
+    pool = [t for lib in libraries if lib.mcp in bundles for t in lib.tasks]
+    state = compose_graph(
+        CompositionState(
+            graph_id="g3", profile="Moderate", objective="serve Ada", nodes_wanted=4, pool=pool
+        ),
+        bundles,
+    )
+    graph = state.graph
+    assert graph is not None and not state.issues
+    paths = {m: bundles[m].path for m in graph.mcps}
+    grounded = ground(graph, {m: bundles[m] for m in graph.mcps})
+    files, _ = write_snapshots(grounded.rows(3), paths, tmp_path / "snap")
+    async with megamcp_client(data_dir=tmp_path / "mm") as client:
+        reg = Registrar(client)
+        for p in paths.values():
+            await reg.mcp_id(p)
+        sent: list[str] = []
+
+        async def record(request: Any) -> None:
+            sent.append(request.url.path)
+
+        client._http.event_hooks["request"].append(record)
+        refs = await snapshot_refs(reg, files, paths)
+        report = await replay(
+            client, reg, graph, {m: r.uri for m, r in refs.items()}, paths, store=files
+        )
+        assert report.passed, report.diagnostic
+        assert sent[0] == "/admin/runs" and len(sent) == report.requests
+        assert not [p for p in sent if p.endswith("/snapshots")]
+        for ref in refs.values():  # stored by the replay under the address the task names
+            group = await client.create_group({ref.mcp: ref.uri})
+            await client.close(group)

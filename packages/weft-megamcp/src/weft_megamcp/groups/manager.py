@@ -133,11 +133,12 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         )
 
     async def checkpoint_verify(
-        self, group_id: str, checkpoint: str, *, timeout_s: float = 120.0
+        self, group_id: str, checkpoint: str, *, timeout_s: float = 120.0, diff: bool = True
     ) -> VerificationResult:
         """Run one checkpoint's checks on a consistent copy of the live state; the group goes on.
-        With the diff on (`diff_max_rows` > 0) the result carries the rows and files changed
-        since the previous checkpoint (see `checkpoint_diff`)."""
+        With the diff on (`diff_max_rows` > 0 and `diff`) the result carries the rows and files
+        changed since the previous diffed checkpoint (see `checkpoint_diff`)."""
+        diff = diff and self.diff_max_rows > 0
         group = self.get(group_id)
         self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
         await self._ensure_loaded(group)
@@ -150,12 +151,12 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
                         if s.db_path.exists():
                             copies[m] = Path(tmp) / f"{m}.sqlite"
                             shutil.copyfile(s.db_path, copies[m])
-                        if self.diff_max_rows > 0:
+                        if diff:
                             files[m] = await asyncio.to_thread(capture_files, s)
                 result = await run_verifier(
                     group, self.registry, checkpoint, copies, frozen=True, timeout_s=timeout_s
                 )
-                if self.diff_max_rows <= 0:
+                if not diff:
                     return result
                 return result.model_copy(
                     update={"state_diff": await self._state_diff(group, checkpoint, copies, files)}

@@ -41,7 +41,8 @@ class BundleView:
     def certified_tools(self) -> list[str]:
         if self.manifest is None:
             return self.tools
-        return [t for t in self.manifest.certified_tools if t in self.tools]
+        tools = set(self.tools)
+        return [t for t in self.manifest.certified_tools if t in tools]
 
     @property
     def seed_path(self) -> Path:

@@ -136,9 +136,11 @@ class BatchedGroup:
         verifier: Verifier,
         task_id: str | None,
         bindings: dict[str, Any] | None = None,
+        store: dict[str, Path] | None = None,
     ) -> None:
         self.client = client
         self.mcps = mcps
+        self.store = store or {}  # MCP id -> initial DB the creating request stores first
         self.mcp_ids = mcp_ids
         self.verifier = verifier
         self.task_id = task_id
@@ -158,6 +160,7 @@ class BatchedGroup:
                 task_id=self.task_id,
                 bindings=self.bindings,
                 close=close,
+                **({"snapshots": self.store} if self.store else {}),
             )
         else:
             res = await self.client.batch(self.group_id, ops, close=close)

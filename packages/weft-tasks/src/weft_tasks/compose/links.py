@@ -67,11 +67,17 @@ def shared_entity_score(bundles: list[BundleView]) -> float:
     return sum(1 for a, b in pairs if shared_keys(a, b)) / len(pairs)
 
 
-def _ops(bundle: BundleView) -> set[tuple[str, str]]:
-    certified = set(bundle.certified_tools)
-    return {
-        (c.entity or "-", c.operation) for c in bundle.contracts.contracts if c.tool in certified
-    }
+def _ops(bundle: BundleView) -> frozenset[tuple[str, str]]:
+    # per MCP, not per combination: the sampler scores thousands of combinations per task
+    if "ops" not in bundle.memo:
+        certified = set(bundle.certified_tools)
+        bundle.memo["ops"] = frozenset(
+            (c.entity or "-", c.operation)
+            for c in bundle.contracts.contracts
+            if c.tool in certified
+        )
+    ops: frozenset[tuple[str, str]] = bundle.memo["ops"]
+    return ops
 
 
 def complementary_score(bundles: list[BundleView]) -> float:

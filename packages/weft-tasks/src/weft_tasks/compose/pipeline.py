@@ -31,7 +31,7 @@ from weft_tasks.compose.sampler import CoverageSampler
 from weft_tasks.compose.stats import CorpusStats, corpus_stats
 from weft_tasks.exceptions import ExecutionError
 from weft_tasks.grounding.agent import GroundingState, ground
-from weft_tasks.grounding.reachability import register_snapshots, replay, write_snapshots
+from weft_tasks.grounding.reachability import replay, snapshot_refs, write_snapshots
 from weft_tasks.settings import TasksSettings
 
 ROUND_NAMES = ("i", "ii", "iii")
@@ -192,13 +192,15 @@ class Composer:
                 )
                 if issues:
                     self.grounding["rows dropped by schema checks"] += len(issues)
-                refs = await register_snapshots(self.client, self.registrar, files, bundle_paths)
+                # the replay's first request stores the initial DBs (one request, not one per MCP)
+                refs = await snapshot_refs(self.registrar, files, bundle_paths)
                 report = await replay(
                     self.client,
                     self.registrar,
                     graph,
                     {m: r.uri for m, r in refs.items()},
                     bundle_paths,
+                    store=files,
                 )
                 if report.passed:
                     self.grounding[f"kept rounds i-{ROUND_NAMES[upto - 1]}"] += 1

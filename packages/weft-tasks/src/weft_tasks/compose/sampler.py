@@ -14,6 +14,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import combinations, islice
 
 from pydantic import BaseModel, Field
@@ -38,6 +39,16 @@ class Shape(BaseModel):
     tasks: int
     mcps: int
     domains: int
+
+
+@dataclass(frozen=True)
+class _StaticFeatures:
+    domains: list[str]
+    connected: float
+    shared: float
+    complementary: float
+    redundancy: float
+    capacity: int
 
 
 class Combination(BaseModel):
@@ -70,17 +81,24 @@ class CoverageSampler:
         self.usage_mcp: Counter[str] = Counter()
         self.usage_domain: Counter[str] = Counter()
         self.usage_task: Counter[str] = Counter()
+        # The libraries are fixed for the sampler's life, so their domains, capacities and each
+        # combination's features are computed once: scoring every combination anew for every
+        # task was half of composition's CPU.
+        self._domains: dict[str, list[str]] = {}
+        for m, lib in sorted(self.libs.items()):
+            self._domains.setdefault(lib.domain, []).append(m)
+        self._domain_capacity = {
+            d: sum(self.capacity[m] for m in ms) for d, ms in self._domains.items()
+        }
+        self._static: dict[tuple[str, ...], _StaticFeatures] = {}
 
     # ------------------------------------------------------------------ statistics
     @property
     def domains(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for m, lib in sorted(self.libs.items()):
-            out.setdefault(lib.domain, []).append(m)
-        return out
+        return {d: list(ms) for d, ms in self._domains.items()}
 
     def domain_capacity(self, d: str) -> int:
-        return sum(self.capacity[m] for m in self.domains.get(d, []))
+        return self._domain_capacity.get(d, 0)
 
     def mcp_rate(self, m: str) -> float:
         return self.usage_mcp[m] / self.capacity[m]
@@ -112,8 +130,8 @@ class CoverageSampler:
 
     def shape(self, profile: Profile) -> Shape | None:
         """A random (tasks, MCPs, domains) inside the profile that this library can serve."""
-        n_mcps, n_domains = len(self.libs), len(self.domains)
-        sizes = sorted((len(v) for v in self.domains.values()), reverse=True)
+        n_mcps, n_domains = len(self.libs), len(self._domains)
+        sizes = sorted((len(v) for v in self._domains.values()), reverse=True)
         total_cap = sum(self.capacity.values())
         options = [
             (k, m, d)
@@ -129,7 +147,7 @@ class CoverageSampler:
 
     def combinations(self, shape: Shape, domains: Sequence[str]) -> list[Combination]:
         """MCP combinations over exactly `domains`, best first."""
-        pool = [m for d in domains for m in self.domains[d]]
+        pool = [m for d in domains for m in self._domains[d]]
         self.rng.shuffle(pool)
         scored = (
             self.score(c, shape.tasks)
@@ -167,24 +185,37 @@ class CoverageSampler:
     def _fits(self, c: Combination, shape: Shape) -> bool:
         return sum(self.capacity[m] for m in c.mcps) >= shape.tasks
 
+    def _features(self, combo: Sequence[str]) -> _StaticFeatures:
+        """What a combination is, whatever has been sampled so far (computed once per combination)."""
+        key = tuple(combo)
+        found = self._static.get(key)
+        if found is None:
+            bundles = [self.libs[m].bundle for m in combo]
+            core = [b for b in bundles if any(not e.reference_data for e in b.entities.entities)]
+            found = self._static[key] = _StaticFeatures(
+                domains=sorted({self.libs[m].domain for m in combo}),
+                # no MCP holding business data (only reference lookups or a workspace): nothing
+                # to act on
+                connected=1.0 if core and linked(core) else 0.0,
+                shared=shared_entity_score(bundles),
+                complementary=complementary_score(bundles),
+                redundancy=redundancy_score(bundles),
+                capacity=sum(self.capacity[m] for m in combo),
+            )
+        return found
+
     def score(self, combo: Sequence[str], tasks: int = 1) -> Combination | None:
         """Rank features of one combination: underrepresentation of its MCPs and domains, shared
         entities, complementary operations, functional redundancy, surplus capacity."""
-        bundles = [self.libs[m].bundle for m in combo]
-        doms = sorted({self.libs[m].domain for m in combo})
-        core = [b for b in bundles if any(not e.reference_data for e in b.entities.entities)]
-        # no MCP holding business data (only reference lookups or a workspace): nothing to act on
-        connected = 1.0 if core and linked(core) else 0.0
+        f = self._features(combo)
+        doms = f.domains
+        connected, shared, comp, red = f.connected, f.shared, f.complementary, f.redundancy
         # usage relative to the library-wide mean rate, so the signal stays sharp as the corpus grows
         mean_m = max(1e-9, sum(self.mcp_rate(m) for m in self.libs) / len(self.libs))
-        mean_d = max(1e-9, sum(self.domain_rate(d) for d in self.domains) / len(self.domains))
+        mean_d = max(1e-9, sum(self.domain_rate(d) for d in self._domains) / len(self._domains))
         under = sum(1 / (1 + self.mcp_rate(m) / mean_m) for m in combo) / len(combo)
         under_dom = sum(1 / (1 + self.domain_rate(d) / mean_d) for d in doms) / len(doms)
-        shared = shared_entity_score(bundles)
-        comp = complementary_score(bundles)
-        red = redundancy_score(bundles)
-        cap = sum(self.capacity[m] for m in combo)
-        surplus_ok = 1.0 if cap >= self.required(tasks) else 0.0
+        surplus_ok = 1.0 if f.capacity >= self.required(tasks) else 0.0
         score = (
             W_UNDER * (under + under_dom) / 2
             + W_SHARED * shared
@@ -194,7 +225,7 @@ class CoverageSampler:
         )
         return Combination(
             mcps=sorted(combo),
-            domains=doms,
+            domains=list(doms),
             score=score + 1e-6 * self.rng.random(),
             features={
                 "underrepresented": under,

@@ -57,9 +57,13 @@ async def replay(
     graph: TaskGraph,
     snapshots: dict[str, str],
     bundle_paths: dict[str, Path],
+    *,
+    store: dict[str, Path] | None = None,
 ) -> ReplayReport:
     """Run the graph's reference solution from `snapshots` (MCP -> snapshot URI) and verify every
-    checkpoint. Never raises for a task-level failure; that is the report."""
+    checkpoint. `store` (MCP -> initial DB file) are stored by the replay's first request
+    instead of one `put_snapshot` request each. Never raises for a task-level failure; that is
+    the report."""
     mcp_ids = {m: await registrar.mcp_id(p) for m, p in bundle_paths.items()}
     group = BatchedGroup(
         client,
@@ -67,6 +71,7 @@ async def replay(
         mcp_ids,
         verifier=graph.verifier().pinned(mcp_ids),
         task_id=graph.id,
+        store={mcp_ids[m]: p for m, p in (store or {}).items() if m in graph.mcps},
     )
     report = ReplayReport(passed=False)
     try:
@@ -85,8 +90,10 @@ async def replay(
                     env[i.name] = i.value
             last = n == len(graph.order) - 1
             # The node's calls and its checkpoint in one batch; the last node's batch also
-            # freezes, runs the final checks and closes the group.
-            then = [{"op": "verify", "checkpoint": node_id}] + ([{"op": "verify"}] if last else [])
+            # freezes, runs the final checks and closes the group. Only the verdicts are read,
+            # so no state diff is computed.
+            then = [{"op": "verify", "checkpoint": node_id, "diff": False}]
+            then += [{"op": "verify"}] if last else []
             run, tail = await group.run_calls(
                 node.task.mcp, node.task.reference_calls, env, then=then, close=last
             )
@@ -142,6 +149,21 @@ def write_snapshots(
             tmp.replace(final)
         out[mcp] = final
     return out, issues
+
+
+async def snapshot_refs(
+    registrar: Registrar, files: dict[str, Path], bundle_paths: dict[str, Path]
+) -> dict[str, SnapshotRef]:
+    """The refs `register_snapshots` returns, for files a replay stores itself (`replay(store=)`):
+    content addresses, so they need no request."""
+    return {
+        mcp: SnapshotRef(
+            mcp=await registrar.mcp_id(bundle_paths[mcp]),
+            uri=content_address(path.stem),
+            sha256=path.stem,
+        )
+        for mcp, path in files.items()
+    }
 
 
 async def register_snapshots(
