@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from weft_train.policy.generate import TokenGenerator
 from weft_train.rl.environment import TurnEnvironment
-from weft_train.rl.generation import BatchTokenGenerator
 from weft_train.rl.samples import TurnSample
 from weft_train.rl.sampling import fill_batch
 from weft_train.rl.template import TurnTemplate
@@ -53,7 +53,7 @@ async def rollout_task(
     method: Method,
     task: TurnTask,
     env: TurnEnvironment,
-    generator: BatchTokenGenerator,
+    generator: TokenGenerator,
     template: TurnTemplate,
     tree: TreeSettings,
     rng: random.Random,
@@ -65,7 +65,7 @@ async def rollout_task(
 async def checkpoint_pass_rate(
     tasks: Sequence[TurnTask],
     env_for: EnvFactory,
-    generator: BatchTokenGenerator,
+    generator: TokenGenerator,
     template: TurnTemplate,
     tree: TreeSettings,
 ) -> float:
@@ -84,7 +84,7 @@ async def train(
     trainer: GRPOTrainer,
     tasks: Sequence[TurnTask],
     env_for: EnvFactory,
-    generator: BatchTokenGenerator,
+    generator: TokenGenerator,
     template: TurnTemplate,
     tree: TreeSettings,
     settings: LoopSettings,
