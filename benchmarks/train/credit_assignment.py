@@ -1,17 +1,18 @@
 """Atomic-turn vs trajectory-level GRPO at the same rollout-token budget (paper App. C.1).
 
-A tiny from-scratch Qwen3-architecture policy (byte-level tokenizer, built here; no download) is
-warmed up by a short SFT on reference demonstrations of the training tasks (issue 12's SFT
-initialisation was not merged when this was written; the warm-up is stated in the output). From
-that one initialisation, atomic-turn GRPO and trajectory-level GRPO each train until they have
-sampled the same number of rollout tokens, on composed stockroom tasks served by a real embedded
-MegaMCP host (one session group per state, forks for candidates, server-side checkpoint checks).
+Per seed, a from-scratch Qwen3-architecture policy (byte-level tokenizer, built here; no download)
+is trained by weft-train's SFT trainer (`weft_train.sft.train_sft`, the policy's chat template and
+its assistant-token masks) on demonstrations of the *training* tasks (the answer key writes them;
+held-out tasks are never shown). From that one SFT initialisation, atomic-turn GRPO and
+trajectory-level GRPO each train until they have sampled the same number of rollout tokens, on
+composed stockroom tasks served by a real embedded MegaMCP host (one session group per state,
+forks for candidates, server-side checkpoint checks).
 Both use the same loss (PPO clip, TIS, k3 KL), credit masking and dynamic sampling; they differ
 only in how outcomes become advantages. Held-out checkpoint pass rates are measured on tasks never
 trained on, for several seeds, next to the SFT initialisation alone.
 
     uv run python benchmarks/train/credit_assignment.py [--seeds 0 1 2] [--budget 12000] \
-        [--json FILE] [--out DIR]
+        [--sft-epochs 6] [--json FILE] [--out DIR]
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import argparse
 import asyncio
 import copy
 import json
-import random
+import os
 import statistics
 import sys
 import tempfile
@@ -42,69 +43,66 @@ from stockroom.tasks import (  # noqa: E402
 )
 
 from weft_core.console import summary_table  # noqa: E402
-from weft_core.models import TaskGraph  # noqa: E402
+from weft_core.models import ChatMessage, SFTRow, TaskGraph  # noqa: E402
 from weft_megamcp.client import MegaMCPClient  # noqa: E402
 from weft_megamcp.host import MegaMCPHost  # noqa: E402
 from weft_megamcp.settings import MegaMCPSettings  # noqa: E402
-from weft_train.policy import PolicyShape, SamplingParams, build_model, build_tokenizer  # noqa: E402
+from weft_train.policy import (  # noqa: E402
+    Policy,
+    PolicyShape,
+    SamplingParams,
+    build_model,
+    build_tokenizer,
+)
 from weft_train.rl.curves import plot_curves, save_curves  # noqa: E402
 from weft_train.rl.environment import MegaMCPEnvironment  # noqa: E402
+from weft_train.rl.executor import LocalExecutor  # noqa: E402
 from weft_train.rl.generation import HFTokenGenerator  # noqa: E402
-from weft_train.rl.loop import LoopSettings, checkpoint_pass_rate, train  # noqa: E402
+from weft_train.rl.loop import LoopSettings, train  # noqa: E402
 from weft_train.rl.template import HermesTemplate  # noqa: E402
 from weft_train.rl.trainer import GRPOSettings, GRPOTrainer  # noqa: E402
 from weft_train.rl.tree import TreeSettings  # noqa: E402
+from weft_train.sft.trainer import SFTConfig, train_sft  # noqa: E402
 
 
-def demonstration(
-    graph: TaskGraph, template: HermesTemplate, tok: Any
-) -> tuple[list[int], list[int]]:
-    """(ids, loss mask) of a reference conversation, rendered with the same TITO deltas."""
+def demonstration(graph: TaskGraph) -> SFTRow:
+    """A reference conversation of one training task as an SFT row (the policy's own format:
+    a call written as the model writes it, the tool's reply as a `tool` turn, then "Done.")."""
     task = turn_task(graph)
-    end = tok.convert_tokens_to_ids("<|im_end|>")
-    ids = template.prompt(task.system, task.turns[0][1])
-    mask = [0] * len(ids)
-    for t, (node_id, request) in enumerate(task.turns):
-        if t:
-            d = template.user_delta(request)
-            ids, mask = ids + d, mask + [0] * len(d)
+    messages = [ChatMessage(role="system", content=task.system)]
+    for node_id, request in task.turns:
         call, done = reference_reply(graph, node_id)
         check = graph.node(node_id).checks[0]
-        a = [*list(tok.encode(call, add_special_tokens=False)), end]
-        ids, mask = ids + a, mask + [1] * len(a)
-        obs = json.dumps({"sku": check.where["sku"], "qty": check.value}, separators=(",", ":"))
-        d = template.observation_delta([obs])
-        ids, mask = ids + d, mask + [0] * len(d)
-        a = [*list(tok.encode(done, add_special_tokens=False)), end]
-        ids, mask = ids + a, mask + [1] * len(a)
-    return ids, mask
+        obs = json.dumps({"sku": check.where["sku"], "qty": check.value})
+        messages += [
+            ChatMessage(role="user", content=request),
+            ChatMessage(role="assistant", content=call),
+            ChatMessage(role="tool", content=obs),
+            ChatMessage(role="assistant", content=done),
+        ]
+    return SFTRow(messages=messages, task_id=graph.id)
 
 
-def warmup_sft(
-    model: Any, demos: list[tuple[list[int], list[int]]], steps: int, pad: int, seed: int
-) -> list[float]:
-    rng = random.Random(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    losses = []
-    for _ in range(steps):
-        batch = rng.sample(demos, min(16, len(demos)))
-        width = max(len(i) for i, _ in batch)
-        ids = torch.full((len(batch), width), pad)
-        labels = torch.full((len(batch), width), -100)
-        attn = torch.zeros((len(batch), width), dtype=torch.long)
-        for r, (i, m) in enumerate(batch):
-            ids[r, : len(i)] = torch.tensor(i)
-            attn[r, : len(i)] = 1
-            labels[r, : len(i)] = torch.tensor(
-                [t if k else -100 for t, k in zip(i, m, strict=True)]
-            )
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.item()))
-    return losses
+def sft_init(args: argparse.Namespace, tok: Any, rows: list[SFTRow], seed: int) -> tuple[Any, Any]:
+    """The SFT initialisation of one seed: a fresh model trained by weft-train's SFT trainer."""
+    shape = PolicyShape(
+        hidden_size=args.hidden,
+        intermediate_size=args.hidden * 3,
+        num_hidden_layers=args.layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=args.hidden // 4,
+    )
+    model = build_model(
+        len(tok), shape, seed=seed, eos_id=tok.eos_token_id, pad_id=tok.pad_token_id
+    )
+    report = train_sft(
+        Policy(model, tok),
+        rows,
+        SFTConfig(lr=args.sft_lr, epochs=args.sft_epochs, batch_size=8, warmup_steps=10, seed=seed),
+    )
+    model.eval()
+    return model, report
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -117,7 +115,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     end = tok.convert_tokens_to_ids("<|im_end|>")
     pad = tok.pad_token_id
     tmp = Path(tempfile.mkdtemp(prefix="weft-credit-"))
-    results: dict[str, Any] = {"config": vars(args), "runs": [], "sft": []}
+    results: dict[str, Any] = {
+        "config": vars(args), "runs": [], "sft": [], "complete": False,
+        "machine": f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start",
+    }  # fmt: skip
     settings = MegaMCPSettings(data_dir=tmp / "megamcp", offload_after_s=3600)
     async with (
         MegaMCPHost.running(settings) as host,
@@ -139,40 +140,32 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         tree = TreeSettings(group_size=args.group_size, max_messages=3, sampling=sampling)
         eval_tree = TreeSettings(group_size=args.eval_samples, max_messages=3, sampling=sampling)
 
+        demos = [demonstration(g) for g in train_graphs]
+        results["sft_data"] = {"rows": len(demos), "held_out_tasks_shown": 0}
+
+        def executor_for(model: Any) -> LocalExecutor:
+            return LocalExecutor(
+                env_for, HFTokenGenerator(model, stop_ids=[end], pad_id=pad), template
+            )
+
+        # One SFT initialisation shared by every seed and method (the issue's "same SFT
+        # initialisation"); seeds vary RL sampling and the held-out evaluation's sampling.
         t0 = time.time()
-        shape = PolicyShape(
-            hidden_size=args.hidden,
-            intermediate_size=args.hidden * 2,
-            num_hidden_layers=args.layers,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=args.hidden // 4,
-        )
-        init = build_model(len(tok), shape, seed=0, pad_id=tok.pad_token_id)
-        demos = [demonstration(g, template, tok) for g in train_graphs]
-        sft_losses = warmup_sft(init, demos, args.sft_steps, pad, 0)
-        sft_s = time.time() - t0
-        results["warmup"] = {
-            "kind": "short SFT warm-up on reference demonstrations of the training tasks",
-            "steps": args.sft_steps, "final_loss": sft_losses[-1], "seconds": round(sft_s, 1),
+        torch.manual_seed(args.sft_seed)
+        init, report = sft_init(args, tok, demos, args.sft_seed)
+        results["sft_init"] = {
+            "seed": args.sft_seed, "steps": report.steps, "rows": report.rows,
+            "first_loss": report.losses[0], "final_loss": report.losses[-1],
+            "seconds": round(time.time() - t0, 1),
         }  # fmt: skip
         print(
-            f"warm-up SFT: {args.sft_steps} steps, loss {sft_losses[0]:.3f} -> {sft_losses[-1]:.3f}, {sft_s:.0f} s",
+            f"SFT init: {report.steps} steps on {report.rows} rows, loss {report.losses[0]:.3f} "
+            f"-> {report.losses[-1]:.3f}, {time.time() - t0:.0f} s",
             flush=True,
         )
 
         curves: dict[str, list[dict[str, Any]]] = {}
         for seed in args.seeds:
-            torch.manual_seed(seed)
-            sft_rate = await checkpoint_pass_rate(
-                heldout,
-                env_for,
-                HFTokenGenerator(init, stop_ids=[end], pad_id=pad),
-                template,
-                eval_tree,
-            )
-            results["sft"].append({"seed": seed, "heldout_pass_rate": sft_rate})
-            print(f"seed {seed}: SFT init held-out pass rate {sft_rate:.3f}", flush=True)
             for method in args.methods:
                 torch.manual_seed(seed)
                 policy = copy.deepcopy(init)
@@ -183,7 +176,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 ),
                     pad_id=pad,
                 )  # fmt: skip
-                gen = HFTokenGenerator(policy, stop_ids=[end], pad_id=pad)
                 t1 = time.time()
                 label = f"{method} s{seed}"
 
@@ -207,7 +199,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
 
                 loop = await train(
-                    trainer, train_tasks, env_for, gen, template, tree,
+                    trainer, train_tasks, executor_for(policy), tree,
                     LoopSettings(method=method, tasks_per_step=args.tasks_per_step,
                                  token_budget=args.budget, eval_every=args.eval_every,
                                  concurrency=args.concurrency, seed=seed),
@@ -215,6 +207,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 )  # fmt: skip
                 rows = loop.rows
                 curves[label] = rows
+                if not any(r["seed"] == seed for r in results["sft"]):
+                    # step 0 of a run is the SFT initialisation under this seed's evaluation
+                    results["sft"].append(
+                        {"seed": seed, "heldout_pass_rate": rows[0]["heldout_pass_rate"]}
+                    )
                 final = next(
                     r["heldout_pass_rate"] for r in reversed(rows) if "heldout_pass_rate" in r
                 )
@@ -228,6 +225,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     out / "curves.json",
                     [dict(r, run=k) for k, rs in curves.items() for r in rs],
                 )
+                if args.json_path:  # what has run so far survives an interrupted benchmark
+                    Path(args.json_path).write_text(json.dumps(results, indent=1, default=str))
     plot_curves(out / "curves.png", curves)
     return results
 
@@ -263,7 +262,9 @@ def main() -> None:
     p.add_argument("--eval-samples", type=int, default=2)
     p.add_argument("--eval-every", type=int, default=4)
     p.add_argument("--concurrency", type=int, default=4)
-    p.add_argument("--sft-steps", type=int, default=150)
+    p.add_argument("--sft-epochs", type=int, default=6, help="SFT passes over the demonstrations")
+    p.add_argument("--sft-lr", type=float, default=3e-3)
+    p.add_argument("--sft-seed", type=int, default=0, help="seed of the one SFT initialisation")
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -277,11 +278,12 @@ def main() -> None:
     t0 = time.time()
     results = asyncio.run(run(args))
     results["summary"] = summarize(results)
+    results["complete"] = True
     results["seconds"] = round(time.time() - t0, 1)
     s = results["summary"]
     rows = [
         [
-            "SFT init (warm-up)",
+            "SFT init (alone)",
             f"{s['sft']['mean']:.3f}",
             "-",
             " ".join(f"{x:.3f}" for x in s["sft"]["per_seed"]),

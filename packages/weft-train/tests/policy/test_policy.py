@@ -93,7 +93,7 @@ def test_generate_logprobs_equal_a_forward_pass(tiny_policy):
     assert isinstance(tiny_policy, TokenGenerator)
     prompt = tiny_policy.render(CONVERSATION[:2], TOOLS)
     for temperature in (1.0, 0.7):
-        gen = tiny_policy.generate(
+        gen = tiny_policy.sample(
             prompt, SamplingParams(temperature=temperature, max_tokens=24, seed=3)
         )
         assert len(gen.token_ids) == len(gen.logprobs) == 24 or gen.finish_reason == "stop"
@@ -103,16 +103,33 @@ def test_generate_logprobs_equal_a_forward_pass(tiny_policy):
 
 def test_seeded_sampling_is_reproducible_and_unseeded_varies(tiny_policy):
     prompt = tiny_policy.render(CONVERSATION[:2], TOOLS)
-    a = tiny_policy.generate(prompt, SamplingParams(max_tokens=16, seed=5))
-    b = tiny_policy.generate(prompt, SamplingParams(max_tokens=16, seed=5))
-    c = tiny_policy.generate(prompt, SamplingParams(max_tokens=16, seed=6))
+    a = tiny_policy.sample(prompt, SamplingParams(max_tokens=16, seed=5))
+    b = tiny_policy.sample(prompt, SamplingParams(max_tokens=16, seed=5))
+    c = tiny_policy.sample(prompt, SamplingParams(max_tokens=16, seed=6))
     assert a.token_ids == b.token_ids
     assert a.token_ids != c.token_ids
 
 
+def test_policy_is_the_batched_token_generator(tiny_policy):
+    """One protocol: a batch through `generate` is `sample` row by row, seed + i per row."""
+    import asyncio
+
+    from weft_train.rl.generation import HFTokenGenerator
+
+    assert isinstance(HFTokenGenerator(tiny_policy.model, stop_ids=[0], pad_id=0), TokenGenerator)
+    prompt = tiny_policy.render(CONVERSATION[:2], TOOLS)
+    params = SamplingParams(max_tokens=12, seed=11)
+    rows = asyncio.run(tiny_policy.generate([prompt, prompt], params))
+    assert [r.token_ids for r in rows] == [
+        tiny_policy.sample(prompt, params.model_copy(update={"seed": 11 + i})).token_ids
+        for i in range(2)
+    ]
+    assert rows[0].token_ids != rows[1].token_ids
+
+
 def test_overlong_prompt_is_a_user_error(tiny_policy):
     with pytest.raises(TrainUserError, match="does not fit"):
-        tiny_policy.generate([1] * (tiny_policy.max_length + 1), SamplingParams())
+        tiny_policy.sample([1] * (tiny_policy.max_length + 1), SamplingParams())
 
 
 def test_load_refuses_a_folder_without_a_model(tmp_path):

@@ -32,6 +32,14 @@ def stockroom_tasks() -> ModuleType:
 async def stockroom(
     tmp: Path, n: int = 2, turns: int = 2
 ) -> AsyncIterator[tuple[MegaMCPClient, list[TaskGraph]]]:
+    async with stockroom_host(tmp, n, turns) as (_, client, graphs):
+        yield client, graphs
+
+
+@asynccontextmanager
+async def stockroom_host(
+    tmp: Path, n: int = 2, turns: int = 2
+) -> AsyncIterator[tuple[MegaMCPHost, MegaMCPClient, list[TaskGraph]]]:
     tasks = stockroom_tasks()
     async with (
         MegaMCPHost.running(
@@ -42,4 +50,4 @@ async def stockroom(
         rec = await client.register(STOCKROOM, name="st")
         seed = tasks.write_seed(tmp / "seed.sqlite")
         uri = await client.put_snapshot(rec.mcp_id, seed)
-        yield client, tasks.make_tasks(n, turns, 0, tasks.snapshot_ref(seed, uri))
+        yield host, client, tasks.make_tasks(n, turns, 0, tasks.snapshot_ref(seed, uri))

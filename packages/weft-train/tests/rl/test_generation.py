@@ -51,5 +51,5 @@ def test_template_parse_reports_malformed_calls() -> None:
     assert unclosed.parse_errors
     # deltas are rendered on their own, never by re-rendering the history
     delta = tpl.observation_delta(['{"qty": 4}'])
-    assert tpl.decode(delta).startswith("\n<|im_start|>user\n<tool_response>")
+    assert tpl.decode(delta).startswith("\n<|im_start|>tool\n<tool_response>")
     assert tpl.decode(delta).endswith("<|im_start|>assistant\n")

@@ -50,7 +50,7 @@ class ScriptedPolicy:
         out = []
         for p in prompts:
             text = TPL.decode(p)
-            turn = text.count("<|im_start|>user\n") - text.count("<tool_response>") - 1
+            turn = text.count("<|im_start|>user\n") - 1
             node = self.graph.order[turn]
             if text.endswith("</tool_response><|im_end|>\n<|im_start|>assistant\n"):
                 reply = "Done."

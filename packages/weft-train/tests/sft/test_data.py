@@ -132,7 +132,7 @@ def test_trainer_teaches_a_tiny_policy_to_make_the_call(tiny_policy_dir, tmp_pat
     assert report.target_tokens == sum(tokenize_row(row, policy.tokenizer).loss_mask)
     assert report.losses[-1] < 0.2 * report.losses[0]
     again = Policy.load(tmp_path / "trained")
-    gen = again.generate(prompt, SamplingParams(temperature=0, max_tokens=96))
+    gen = again.sample(prompt, SamplingParams(temperature=0, max_tokens=96))
     reply = parse_reply(gen.text)
     assert [(c.name, json.loads(c.arguments)) for c in reply.calls] == [
         ("crm_get_customer_by_email", {"email": "ada@example.com"})

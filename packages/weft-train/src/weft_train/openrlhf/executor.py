@@ -3,7 +3,7 @@
 OpenRLHF builds `AgentExecutor()` with no arguments inside every rollout actor, so the class is
 bound to its `ExecutorConfig` file by `configured_executor(path)`, called from the `agent_func.py`
 the launcher generates (the dataset's label is the task id). Each `execute()` runs one task's
-atomic-turn tree against MegaMCP with vLLM as the `BatchTokenGenerator` and returns the bundle of
+atomic-turn tree against MegaMCP with vLLM as the `TokenGenerator` and returns the bundle of
 `bundle.py`.
 Imports openrlhf: it only runs inside OpenRLHF's rollout actors.
 """
@@ -30,7 +30,7 @@ from weft_train.rl.tree import TreeSettings, TurnTask, atomic_turn_rollout
 
 
 class VLLMTokenGenerator:
-    """`BatchTokenGenerator` over OpenRLHF's rollout actor (`llm_engine.generate(ids, sampling_params)`
+    """`TokenGenerator` over OpenRLHF's rollout actor (`llm_engine.generate(ids, sampling_params)`
     returning a vLLM `RequestOutput`); processed logprobs of the sampled ids."""
 
     def __init__(self, engine: Any, base_params: Any) -> None:

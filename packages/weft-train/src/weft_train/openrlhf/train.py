@@ -44,7 +44,7 @@ def parse_openrlhf_args(argv: Sequence[str]) -> Any:
     `__main__` block parses and asserts, then `train(args)` stops at the first thing it builds.
     Raises SystemExit (unknown flag, bad value) or AssertionError (a check failed)."""
     import openrlhf.utils  # type: ignore[import-not-found]
-    import ray  # type: ignore[import-not-found]
+    import ray  # type: ignore[import-not-found,unused-ignore]
 
     def stop(args: Any) -> Any:
         raise _Parsed(args)

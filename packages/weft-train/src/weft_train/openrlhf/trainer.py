@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import ray  # type: ignore[import-not-found]
+import ray  # type: ignore[import-not-found,unused-ignore]
 import torch
 from openrlhf.trainer import ppo_trainer as _ppo_trainer  # type: ignore[import-not-found]
 from openrlhf.trainer.ppo_utils.experience import Experience  # type: ignore[import-not-found]

@@ -1,15 +1,20 @@
 """A local policy: load a Hugging Face model folder, render chats to ids, sample with logprobs.
 
-`Policy.generate` is the `TokenGenerator` contract the SFT sampler, the policy server and atomic-turn
-GRPO share: token ids in, sampled ids and their *processed* logprobs (log-softmax of the
-temperature-scaled logits, vLLM's `processed_logprobs`) out. `Policy.score` is the trainer's view of
-the same tokens: one forward pass over prompt + completion. The two agree to float precision, which
-is what makes the rollout logprobs usable as the behaviour policy's (tested).
+`TokenGenerator` is the one generation contract of weft-train: token ids in, sampled ids and their
+*processed* logprobs (log-softmax of the temperature-scaled logits, vLLM's `processed_logprobs`) out,
+for a batch of prompts at once (the G candidates of an atomic turn; a server request is a batch of
+one). `Policy` implements it over its one-sequence KV-cache sampler `Policy.sample`;
+`weft_train.rl.generation.HFTokenGenerator` implements it with batched HF `generate`, and the
+OpenRLHF adapter with vLLM. `Policy.score` is the trainer's view of the same tokens: one forward
+pass over prompt + completion. The two agree to float precision, which is what makes the rollout
+logprobs usable as the behaviour policy's (tested).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -47,11 +52,16 @@ class Generation(BaseModel):
 
 @runtime_checkable
 class TokenGenerator(Protocol):
-    """Contract: `generate(prompt_ids, sampling)` samples one completion conditioned on exactly
-    `prompt_ids` and returns its ids with one logprob per id; it never re-tokenises the prompt.
-    The completion ends with the end-of-turn id when `finish_reason == "stop"`."""
+    """Contract: `await generate(prompts, params)` samples one completion per prompt (a list of
+    ids), each conditioned on exactly its prompt, from the generator's current weights, and returns
+    them in prompt order: the sampled ids with one processed logprob per id, ending at the first
+    stop id (`finish_reason == "stop"`) or after `params.max_tokens` ("length"). It never
+    re-tokenises a prompt or a completion: the ids returned are the ids sampled. Rows of one call
+    sample independently (a `params.seed` seeds the call, not each row identically)."""
 
-    def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> Generation: ...
+    async def generate(
+        self, prompts: Sequence[list[int]], params: SamplingParams
+    ) -> list[Generation]: ...
 
 
 class Policy:
@@ -108,8 +118,24 @@ class Policy:
     def decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=False))
 
+    async def generate(
+        self, prompts: Sequence[list[int]], params: SamplingParams
+    ) -> list[Generation]:
+        """`TokenGenerator` over `sample`, one prompt after another in a worker thread (the model
+        is not re-entrant); row i of a seeded call uses seed + i so candidates differ."""
+        out: list[Generation] = []
+        for i, prompt in enumerate(prompts):
+            row = (
+                params
+                if params.seed is None
+                else params.model_copy(update={"seed": params.seed + i})
+            )
+            out.append(await asyncio.to_thread(self.sample, list(prompt), row))
+        return out
+
     @torch.no_grad()
-    def generate(self, prompt_ids: list[int], sampling: SamplingParams) -> Generation:
+    def sample(self, prompt_ids: list[int], sampling: SamplingParams) -> Generation:
+        """One completion of `prompt_ids` with a KV cache (the server's and `generate`'s path)."""
         if not prompt_ids:
             raise TrainUserError("generate: empty prompt")
         room = self.max_length - len(prompt_ids)

@@ -1,39 +1,28 @@
-"""Token-level generation for rollouts: the batched view of the policy's `TokenGenerator`.
+"""Batched token-level generation for rollouts over a bare HF causal LM.
 
-One contract for every generator in weft-train: `weft_train.policy.generate` defines the sampling
-request (`SamplingParams`), the result (`Generation`: sampled ids, their processed logprobs, why
-it stopped) and `TokenGenerator` (one prompt, used by the server and the SFT sampler).
-`BatchTokenGenerator` is the same contract for the G candidates of an atomic turn at once (async,
-one `Generation` per prompt). Rollouts are token-in/token-out: the caller owns the history and
-appends sampled ids and observation deltas itself. `HFTokenGenerator` samples with transformers
-`generate` on CPU (any HF causal LM); OpenRLHF's vLLM engine sits behind it in the adapter.
+weft-train has one generation contract, `weft_train.policy.TokenGenerator` (with `SamplingParams`
+and `Generation`): a batch of prompts in, one `Generation` per prompt out. `Policy` implements it
+one sequence at a time with a KV cache (the server); `HFTokenGenerator` here implements it for the
+G candidates of an atomic turn with one left-padded transformers `generate` call (the CPU
+trainer's rollouts); the OpenRLHF adapter's `VLLMTokenGenerator` with vLLM. Rollouts are
+token-in/token-out: the caller owns the history and appends sampled ids and observation deltas.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import torch
 
 from weft_train.policy.generate import Generation, SamplingParams
 
 
-@runtime_checkable
-class BatchTokenGenerator(Protocol):
-    """Contract: `generate(prompts, params)` samples one continuation per prompt (a list of ids)
-    from the current frozen policy, with `TokenGenerator`'s semantics for each: the sampled ids
-    with their processed logprobs, ending at the first stop id ("stop") or after
-    `params.max_tokens` ("length"). It never retokenizes: the ids returned are the ids sampled."""
-
-    async def generate(
-        self, prompts: Sequence[list[int]], params: SamplingParams
-    ) -> list[Generation]: ...
-
-
 class HFTokenGenerator:
-    """Batched sampling with a transformers causal LM (left-padded; CPU is fine for tiny models)."""
+    """`TokenGenerator` by batched sampling with a transformers causal LM (left-padded; CPU is
+    fine for tiny models). It samples from `model`'s current weights, so a trainer updating that
+    model in place needs no weight sync."""
 
     def __init__(self, model: Any, *, stop_ids: Sequence[int], pad_id: int) -> None:
         self.model = model

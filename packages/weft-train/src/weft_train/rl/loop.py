@@ -8,26 +8,13 @@ import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from weft_train.rl.environment import TurnEnvironment
-from weft_train.rl.generation import BatchTokenGenerator
+from weft_train.rl.executor import Method, RolloutExecutor
 from weft_train.rl.samples import TurnSample
 from weft_train.rl.sampling import fill_batch
-from weft_train.rl.template import TurnTemplate
 from weft_train.rl.trainer import GRPOTrainer
-from weft_train.rl.tree import (
-    RolloutResult,
-    TreeRecord,
-    TreeSettings,
-    TurnTask,
-    atomic_turn_rollout,
-    trajectory_rewards,
-    trajectory_rollout,
-)
-
-Method = Literal["atomic_turn", "trajectory"]
-EnvFactory = Callable[[str], TurnEnvironment]  # task id -> a fresh environment of that task
+from weft_train.rl.tree import TreeRecord, TreeSettings, TurnTask, trajectory_rewards
 
 
 @dataclass(frozen=True)
@@ -49,33 +36,14 @@ class LoopResult:
     failed_tasks: list[str] = field(default_factory=list)
 
 
-async def rollout_task(
-    method: Method,
-    task: TurnTask,
-    env: TurnEnvironment,
-    generator: BatchTokenGenerator,
-    template: TurnTemplate,
-    tree: TreeSettings,
-    rng: random.Random,
-) -> RolloutResult:
-    fn = atomic_turn_rollout if method == "atomic_turn" else trajectory_rollout
-    return await fn(task, env, generator, template, tree, rng)
-
-
 async def checkpoint_pass_rate(
-    tasks: Sequence[TurnTask],
-    env_for: EnvFactory,
-    generator: BatchTokenGenerator,
-    template: TurnTemplate,
-    tree: TreeSettings,
+    tasks: Sequence[TurnTask], executor: RolloutExecutor, tree: TreeSettings
 ) -> float:
     """Held-out checkpoint pass rate: each task run as `tree.group_size` independent trajectories;
     the mean of all their binary checkpoint outcomes."""
     outcomes: list[float] = []
     for task in tasks:
-        res = await trajectory_rollout(
-            task, env_for(task.task_id), generator, template, tree, random.Random(0)
-        )
+        res = await executor.rollout("trajectory", task, tree, 0)
         outcomes += [r for layer in res.record.layers for r in layer]
     return sum(outcomes) / len(outcomes) if outcomes else 0.0
 
@@ -83,9 +51,7 @@ async def checkpoint_pass_rate(
 async def train(
     trainer: GRPOTrainer,
     tasks: Sequence[TurnTask],
-    env_for: EnvFactory,
-    generator: BatchTokenGenerator,
-    template: TurnTemplate,
+    executor: RolloutExecutor,
     tree: TreeSettings,
     settings: LoopSettings,
     *,
@@ -103,9 +69,7 @@ async def train(
 
     async def evaluate(row: dict[str, Any]) -> None:
         if heldout:
-            row["heldout_pass_rate"] = await checkpoint_pass_rate(
-                heldout, env_for, generator, template, eval_tree
-            )
+            row["heldout_pass_rate"] = await checkpoint_pass_rate(heldout, executor, eval_tree)
 
     start: dict[str, Any] = {"step": 0, "rollout_tokens": 0}
     await evaluate(start)
@@ -118,9 +82,7 @@ async def train(
         async def one(
             task: TurnTask, records: list[TreeRecord] = records
         ) -> list[list[TurnSample]]:
-            res = await rollout_task(
-                settings.method, task, env_for(task.task_id), generator, template, tree, rng
-            )
+            res = await executor.rollout(settings.method, task, tree, rng.randrange(2**31))
             records.append(res.record)
             return res.groups
 
@@ -145,6 +107,7 @@ async def train(
         }
         if batch.groups:
             stats = trainer.step(batch.groups)
+            await executor.sync_policy(trainer.policy)
             row.update({k: v for k, v in stats.as_dict().items() if k not in ("step", "extra")})
         if (
             trainer.steps % settings.eval_every == 0

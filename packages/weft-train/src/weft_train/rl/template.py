@@ -2,8 +2,15 @@
 observations, the next user request) is rendered as a template *delta* and appended as ids; the
 history is never retokenized, so the ids the trainer sees are the ids the policy sampled.
 
-`HermesTemplate` is the Qwen3/Hermes layout (`<|im_start|>role ... <|im_end|>`, tool calls as
-`<tool_call>{"name", "arguments"}</tool_call>`, tool results as `<tool_response>` in a user turn).
+The policy's own chat template (the tokenizer's `chat_template`) is the one source of truth: the
+prompt is its render of system + user, and a delta is what it adds after a finished assistant turn
+(`render(base + tail)[len(render(base)):]`), which is well defined because the template is
+prefix-preserving (checked on every delta). So the observation a policy sees in RL is the `tool`
+turn it was trained on in SFT and is served with, whatever model's template that is. A delta never
+contains the sampled assistant ids, so they are never re-rendered.
+
+`HermesTemplate` reads replies in the Hermes/Qwen3 layout (`<tool_call>{"name", "arguments"}
+</tool_call>` blocks ending in `<|im_end|>`).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from weft_train.errors import TrainUserError
 from weft_train.rl.credit import AssistantMessage, ParsedCall
 
 _CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
@@ -37,27 +45,67 @@ class TurnTemplate(Protocol):
     def decode(self, ids: Sequence[int]) -> str: ...
 
 
+# A finished conversation every delta is appended to: deltas follow an assistant turn that ended
+# with the stop id, and a prefix-preserving template renders what follows independently of it.
+_BASE = (
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "u"},
+    {"role": "assistant", "content": "a"},
+)
+
+
 class HermesTemplate:
+    """`TurnTemplate` from the tokenizer's chat template; `tools` (OpenAI function schemas) are
+    rendered into the prompt the way the template places them (the policy's: the system turn)."""
+
     stop_token = "<|im_end|>"
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, tools: Sequence[dict[str, Any]] | None = None) -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise TrainUserError("HermesTemplate: the tokenizer has no chat template")
         self.tok = tokenizer
+        self.tools = list(tools) if tools else None
 
     def _ids(self, text: str) -> list[int]:
         return list(self.tok.encode(text, add_special_tokens=False))
 
+    def _render(self, messages: Sequence[dict[str, Any]], generation_prompt: bool) -> str:
+        return str(
+            self.tok.apply_chat_template(
+                list(messages),
+                tools=self.tools,
+                add_generation_prompt=generation_prompt,
+                tokenize=False,
+            )
+        )
+
+    def _delta(self, tail: Sequence[dict[str, Any]]) -> list[int]:
+        before = self._render(_BASE, False)
+        after = self._render([*_BASE, *tail], True)
+        if not after.startswith(before):
+            raise TrainUserError(
+                "HermesTemplate: the chat template is not prefix-preserving (a finished assistant "
+                "turn renders differently once a message follows it), so deltas are undefined"
+            )
+        return self._ids(after[len(before) :])
+
     def prompt(self, system: str, user: str) -> list[int]:
         return self._ids(
-            f"<|im_start|>system\n{system}<|im_end|>\n"
-            f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+            self._render(
+                [{"role": "system", "content": system}, {"role": "user", "content": user}], True
+            )
         )
 
     def observation_delta(self, results: Sequence[str]) -> list[int]:
-        body = "\n".join(f"<tool_response>\n{r}\n</tool_response>" for r in results)
-        return self._ids(f"\n<|im_start|>user\n{body}<|im_end|>\n<|im_start|>assistant\n")
+        """One `tool` message per result, in call order."""
+        return self._delta([{"role": "tool", "content": r} for r in results])
 
     def user_delta(self, user: str) -> list[int]:
-        return self._ids(f"\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
+        return self._delta([{"role": "user", "content": user}])
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of text the model writes (demonstrations, scripted replies); rollouts never call it."""
+        return self._ids(text)
 
     def decode(self, ids: Sequence[int]) -> str:
         return str(self.tok.decode(list(ids), skip_special_tokens=False))

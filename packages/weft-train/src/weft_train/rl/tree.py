@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weft_core.models import TaskGraph
-from weft_train.policy.generate import SamplingParams
+from weft_train.policy.generate import SamplingParams, TokenGenerator
 from weft_train.rl.credit import AssistantMessage, CreditRules, ParsedCall, flag_segment
 from weft_train.rl.environment import TurnEnvironment
-from weft_train.rl.generation import BatchTokenGenerator
 from weft_train.rl.samples import ActionSpan, TurnSample
 from weft_train.rl.sampling import InfrastructureFailure
 from weft_train.rl.template import TurnTemplate
@@ -99,7 +98,7 @@ class SegmentRunner:
     def __init__(
         self,
         env: TurnEnvironment,
-        generator: BatchTokenGenerator,
+        generator: TokenGenerator,
         template: TurnTemplate,
         settings: TreeSettings,
     ) -> None:
@@ -238,7 +237,7 @@ def _sample(
 async def atomic_turn_rollout(
     task: TurnTask,
     env: TurnEnvironment,
-    generator: BatchTokenGenerator,
+    generator: TokenGenerator,
     template: TurnTemplate,
     settings: TreeSettings,
     rng: random.Random,
@@ -286,7 +285,7 @@ async def atomic_turn_rollout(
 async def trajectory_rollout(
     task: TurnTask,
     env: TurnEnvironment,
-    generator: BatchTokenGenerator,
+    generator: TokenGenerator,
     template: TurnTemplate,
     settings: TreeSettings,
     rng: random.Random,

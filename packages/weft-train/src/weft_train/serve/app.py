@@ -10,7 +10,6 @@ sampled whole before it is sent: tool calls can only be parsed from the complete
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
@@ -120,7 +119,7 @@ def build_app(policy: Policy, name: str | None = None) -> Starlette:
             return _error(400, f"{loc}: {first['msg']}")
         try:
             prompt = policy.render(_normalise(req.messages), req.tools)
-            gen = await asyncio.to_thread(policy.generate, prompt, _sampling(req))
+            gen = (await policy.generate([prompt], _sampling(req)))[0]
         except TrainUserError as exc:
             return _error(400, str(exc))
         except Exception as exc:  # the template rejects malformed messages with its own errors
