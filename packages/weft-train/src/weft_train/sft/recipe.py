@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -39,7 +40,7 @@ class SFTRecipe(BaseModel):
 
 def row_texts(rows: Sequence[SFTRow]) -> list[str]:
     """The rows rendered by the template on the plain byte tokenizer: the BPE training corpus."""
-    plain = build_tokenizer()
+    plain: Any = build_tokenizer()
     return [
         str(plain.apply_chat_template(row_messages(r), tools=r.tools or None, tokenize=False))
         for r in rows
