@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import sys
 import tempfile
 import time
@@ -36,6 +37,7 @@ from _env import SHORT_PROMPT, environment, policy_model, served, teacher_rows
 
 from weft_core.console import summary_table
 from weft_core.models import TaskGraph, ViewMode
+from weft_train.sft.masks import row_messages
 
 
 async def evaluate(
@@ -63,81 +65,123 @@ async def evaluate(
     }
 
 
+def split(graphs: list[TaskGraph], n_train: int, n_test: int, seed: int) -> tuple[list, list]:
+    """A seeded random split into training and held-out customers: held-out tasks are distinct
+    composed tasks (other customers, emails and ids) from the same distribution as training."""
+    order = list(range(len(graphs)))
+    random.Random(seed).shuffle(order)
+    return [graphs[i] for i in order[:n_train]], [
+        graphs[i] for i in order[n_train : n_train + n_test]
+    ]
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from weft_train.policy import PRESETS, Policy, build_tokenizer, init_policy, parameter_count
-    from weft_train.sft.masks import row_messages
-    from weft_train.sft.trainer import SFTConfig, train_sft
+    from weft_train.policy import PRESETS, PolicyShape, parameter_count
+    from weft_train.sft.recipe import SFTRecipe, train_sft_policy
+    from weft_train.sft.trainer import SFTConfig
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="weft-sft-learns-"))
+    loop = asyncio.get_running_loop()
+    if args.hidden:
+        shape = PolicyShape(
+            hidden_size=args.hidden,
+            intermediate_size=4 * args.hidden,
+            num_hidden_layers=args.layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=args.hidden // 4,
+        )
+    else:
+        shape = PRESETS[args.preset]
+    recipe = SFTRecipe(
+        preset=shape,
+        merges=args.merges,
+        sft=SFTConfig(
+            lr=args.lr,
+            epochs=args.epochs,
+            batch_size=args.batch_size,
+            warmup_steps=args.warmup_steps,
+            schedule=args.schedule,
+        ),
+    )
+    eval_at = sorted({0, args.epochs, *range(args.eval_every, args.epochs, args.eval_every)})
     async with environment(args.train + args.test, tmp, seed=args.data_seed) as (client, graphs):
-        train_graphs, test_graphs = graphs[: args.train], graphs[args.train :]
+        train_graphs, test_graphs = split(graphs, args.train, args.test, args.data_seed)
         rows = await teacher_rows(client, train_graphs)
         t_sample = time.perf_counter() - t0
-        plain = build_tokenizer()
-        corpus = [
-            plain.apply_chat_template(row_messages(r), tools=r.tools, tokenize=False) for r in rows
-        ]
+        print(f"{len(rows)} teacher rows in {t_sample:.0f} s", flush=True)
         runs = []
-        for seed in range(args.seeds):
-            folder = init_policy(
+        for seed in args.seed_ids or range(args.seeds):
+            t_seed = time.perf_counter()
+            curve: list[dict[str, Any]] = []
+
+            def on_epoch(
+                epoch: int,
+                policy: Any,
+                seed: int = seed,
+                curve: list[dict[str, Any]] = curve,
+                t_seed: float = t_seed,
+            ) -> None:
+                # Runs in the training thread: the held-out evaluation runs on the event loop
+                # (server + MegaMCP) while training waits for it.
+                if epoch not in eval_at:
+                    return
+                scores = asyncio.run_coroutine_threadsafe(
+                    evaluate(policy, client, test_graphs, f"s{seed}e{epoch}", args.max_tokens),
+                    loop,
+                ).result()
+                point = {"epoch": epoch, "seconds": time.perf_counter() - t_seed, **scores}
+                curve.append(point)
+                print(f"seed {seed}: epoch {epoch} {point}", flush=True)
+
+            folder, report = await asyncio.to_thread(
+                train_sft_policy,
+                rows,
                 tmp / f"policy-{seed}",
-                PRESETS[args.preset].model_copy(update={"max_position_embeddings": 2048}),
                 seed=seed,
-                corpus=corpus,
-                merges=args.merges,
+                recipe=recipe,
+                on_epoch=on_epoch,
             )
+            losses: list[float] = report.losses
+            per_epoch = len(losses) // args.epochs
+            for point in curve:
+                e = point["epoch"]
+                window = losses[max(0, e * per_epoch - per_epoch) : e * per_epoch]
+                point["loss"] = sum(window) / len(window) if e and window else None
+            from weft_train.policy import Policy
+
             policy = Policy.load(folder)
-            lengths = [len(policy.tokenizer(c)["input_ids"]) for c in corpus]
-            curve = [
-                {
-                    "epoch": 0,
-                    "loss": None,
-                    **await evaluate(policy, client, test_graphs, f"s{seed}e0", args.max_tokens),
-                }
-            ]
-            print(f"seed {seed}: epoch 0 {curve[-1]}", flush=True)
-            done = 0
-            while done < args.epochs:
-                chunk = min(args.eval_every, args.epochs - done)
-                report = await asyncio.to_thread(
-                    train_sft,
-                    policy,
-                    rows,
-                    SFTConfig(
-                        lr=args.lr,
-                        epochs=chunk,
-                        batch_size=args.batch_size,
-                        warmup_steps=10 if done == 0 else 0,
-                        seed=seed * 1000 + done,
-                    ),
-                )
-                done += chunk
-                loss = sum(report.losses[-5:]) / len(report.losses[-5:])
-                scores = await evaluate(
-                    policy, client, test_graphs, f"s{seed}e{done}", args.max_tokens
-                )
-                curve.append({"epoch": done, "loss": loss, **scores})
-                print(f"seed {seed}: epoch {done} loss {loss:.3f} {scores}", flush=True)
             runs.append(
                 {
                     "seed": seed,
                     "parameters": parameter_count(policy.model),
                     "vocabulary": len(policy.tokenizer),
-                    "mean_row_tokens": sum(lengths) / len(lengths),
+                    "mean_row_tokens": sum(
+                        len(policy.render(row_messages(r), r.tools, add_generation_prompt=False))
+                        for r in rows
+                    )
+                    / len(rows),
+                    "steps": report.steps,
                     "curve": curve,
+                    "seconds": time.perf_counter() - t_seed,
                 }
             )
     return {
         "train_tasks": args.train,
         "heldout_tasks": args.test,
+        "heldout_ids": [g.id for g in test_graphs],
         "teacher_rows": len(rows),
         "sampling_seconds": t_sample,
-        "preset": args.preset,
+        "shape": shape.model_dump(),
+        "recipe": recipe.model_dump(mode="json"),
         "epochs": args.epochs,
         "runs": runs,
         "seconds": time.perf_counter() - t0,
+        # This process's CPU time (the MegaMCP host's own processes not included): on a machine
+        # shared with other work, wall time overstates what the benchmark costs.
+        "cpu_seconds": time.process_time(),
     }
 
 
@@ -167,7 +211,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("held-out checkpoint pass rate")
     ax.set_ylim(0, 1)
     ax.set_title(
-        f"From-scratch Qwen3 ({result['preset']}), {result['heldout_tasks']} held-out tasks"
+        f"From-scratch Qwen3 ({result['runs'][0]['parameters']:,} params), "
+        f"{result['heldout_tasks']} held-out tasks"
     )
     ax.legend()
     fig.tight_layout()
@@ -176,21 +221,40 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train", type=int, default=48, help="training tasks (customers)")
+    ap.add_argument("--train", type=int, default=80, help="training tasks (customers)")
     ap.add_argument("--test", type=int, default=12, help="held-out tasks")
     ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--epochs", type=int, default=24)
-    ap.add_argument("--eval-every", type=int, default=6)
-    ap.add_argument("--preset", default="small", choices=["tiny", "small", "base"])
-    ap.add_argument("--merges", type=int, default=600, help="BPE merges learnt from the rows")
-    ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--seed-ids", type=int, nargs="+", default=None, help="run these seeds only")
+    ap.add_argument(
+        "--combine", type=Path, nargs="+", default=None, help="join JSON results of --seed-ids runs"
+    )
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--eval-every", type=int, default=5)
+    ap.add_argument("--preset", default="mini", choices=["tiny", "mini", "small", "base"])
+    ap.add_argument("--hidden", type=int, default=0, help="a custom width instead of --preset")
+    ap.add_argument("--layers", type=int, default=2, help="blocks of the custom shape")
+    ap.add_argument("--schedule", default="constant", choices=["constant", "cosine"])
+    ap.add_argument("--merges", type=int, default=1000, help="BPE merges learnt from the rows")
+    ap.add_argument("--lr", type=float, default=5e-3, help="peak learning rate (cosine decay)")
+    ap.add_argument("--warmup-steps", type=int, default=10)
+    ap.add_argument("--batch-size", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=64, help="completion limit per call")
     ap.add_argument("--data-seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--png", type=Path, default=Path("sft_learns.png"))
     args = ap.parse_args()
-    result = asyncio.run(run(args))
+    if args.combine:
+        # Seeds run as separate processes (same data seed, hence the same rows and held-out
+        # tasks) are joined here into one table and curve.
+        parts = [json.loads(p.read_text()) for p in args.combine]
+        result = {**parts[0], "runs": [r for part in parts for r in part["runs"]]}
+        result["seconds"] = max(part["seconds"] for part in parts)
+        result["processes"] = len(parts)
+        assert all(part["heldout_ids"] == result["heldout_ids"] for part in parts)
+    else:
+        result = asyncio.run(run(args))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
     rows = []
     for i, point in enumerate(result["runs"][0]["curve"]):
         per_seed = [r["curve"][i] for r in result["runs"]]
@@ -218,8 +282,6 @@ def main() -> int:
     )
     plot(result, args.png)
     print(f"curve: {args.png}")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
     return 0
 
 

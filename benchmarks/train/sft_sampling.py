@@ -1,11 +1,12 @@
 """Benchmark: prefix-preserving vs end-to-end rejection sampling (paper §3.3.1) at k = 1, 2, 3.
 
-    uv run python benchmarks/train/sft_sampling.py [--tasks 8] [--warmup-epochs 12] [--ks 1 2 3]
-        [--preset small] [--temperature 1.0] [--json FILE]
+    uv run python benchmarks/train/sft_sampling.py [--tasks 30] [--warmup-tasks 32]
+        [--warmup-epochs 10] [--ks 1 2 3] [--preset small] [--temperature 0.7] [--json FILE]
 
-The teacher is stochastic and real: a from-scratch Qwen3 policy warmed up for a few SFT epochs on
-reference trajectories of the same tasks, served by `weft-train serve`'s app on 127.0.0.1 and called
-as a `vllm:` chat model at temperature 0.7 (the SimUser speaks as in the warm-up rows). Both methods sample every task against a real MegaMCP host
+The teacher is stochastic and real: a from-scratch Qwen3 policy warmed up by `train_sft_policy` on
+reference trajectories of *other* customers' tasks (--warmup-tasks), served by `weft-train serve`'s
+app on 127.0.0.1 and called as a `vllm:` chat model at temperature 0.7 (the SimUser speaks as in
+the warm-up rows). Both methods sample every task against a real MegaMCP host
 with the server-side checkpoint verifier; prefix-preserving restores the pre-turn snapshot and
 resamples only the failed turn (up to k extra samples per turn), end-to-end restarts the whole task
 from its initial state (up to k extra tries). Reported per method and k: accepted trajectories,
@@ -29,33 +30,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _env import SHORT_PROMPT, environment, policy_model, served, teacher_rows
 
 from weft_core.console import summary_table
+from weft_train.policy import Policy
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from weft_train.policy import PRESETS, Policy, build_tokenizer, init_policy, parameter_count
+    from weft_train.policy import PRESETS, parameter_count
     from weft_train.sft import SamplingConfig, sample_trajectory
-    from weft_train.sft.masks import row_messages
-    from weft_train.sft.trainer import SFTConfig, train_sft
+    from weft_train.sft.recipe import SFTRecipe, train_sft_policy
+    from weft_train.sft.trainer import SFTConfig
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix="weft-sft-sampling-"))
     cells = []
-    async with environment(args.tasks, tmp, seed=args.data_seed) as (client, graphs):
-        rows = await teacher_rows(client, graphs)
-        plain = build_tokenizer()
-        corpus = [
-            plain.apply_chat_template(row_messages(r), tools=r.tools, tokenize=False) for r in rows
-        ]
-        shape = PRESETS[args.preset].model_copy(update={"max_position_embeddings": 2048})
-        folder = init_policy(tmp / "teacher", shape, seed=0, corpus=corpus, merges=args.merges)
-        teacher_policy = Policy.load(folder)
-        warm = await asyncio.to_thread(
-            train_sft,
-            teacher_policy,
-            rows,
-            SFTConfig(lr=args.lr, epochs=args.warmup_epochs, batch_size=4, warmup_steps=10),
+    n = args.warmup_tasks + args.tasks
+    async with environment(n, tmp, seed=args.data_seed) as (client, everything):
+        # The teacher is warmed up on other customers' reference trajectories than the tasks it
+        # then samples, so acceptance measures a policy, not a memorised answer key.
+        warm_graphs, graphs = everything[: args.warmup_tasks], everything[args.warmup_tasks :]
+        rows = await teacher_rows(client, warm_graphs)
+        recipe = SFTRecipe(
+            preset=PRESETS[args.preset],
+            merges=args.merges,
+            sft=SFTConfig(
+                lr=args.lr,
+                epochs=args.warmup_epochs,
+                batch_size=args.batch_size,
+                warmup_steps=10,
+                schedule="cosine",
+            ),
         )
+        folder, warm = await asyncio.to_thread(
+            train_sft_policy, rows, tmp / "teacher", seed=args.seed, recipe=recipe
+        )
+        teacher_policy = Policy.load(folder)
         print(f"warm-up: {warm.steps} steps, final loss {warm.losses[-1]:.3f}", flush=True)
         async with served(teacher_policy, "teacher") as url:
             teacher = policy_model(url, temperature=args.temperature, max_tokens=args.max_tokens)
@@ -90,6 +98,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "tasks": args.tasks,
         "teacher": {
             "preset": args.preset,
+            "warmup_tasks": args.warmup_tasks,
             "parameters": parameter_count(teacher_policy.model),
             "warmup_epochs": args.warmup_epochs,
             "warmup_final_loss": warm.losses[-1],
@@ -102,12 +111,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tasks", type=int, default=8)
+    ap.add_argument("--tasks", type=int, default=30, help="tasks sampled by each method and k")
+    ap.add_argument("--warmup-tasks", type=int, default=32, help="other tasks for the warm-up")
+    ap.add_argument("--seed", type=int, default=0, help="the teacher's initialisation seed")
+    ap.add_argument("--batch-size", type=int, default=2)
     ap.add_argument("--ks", type=int, nargs="+", default=[1, 2, 3])
-    ap.add_argument("--preset", default="small", choices=["tiny", "small", "base"])
-    ap.add_argument("--merges", type=int, default=600)
-    ap.add_argument("--warmup-epochs", type=int, default=12)
-    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--preset", default="mini", choices=["tiny", "mini", "small", "base"])
+    ap.add_argument("--merges", type=int, default=1000)
+    ap.add_argument("--warmup-epochs", type=int, default=10)
+    ap.add_argument("--lr", type=float, default=5e-3)
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--data-seed", type=int, default=1)

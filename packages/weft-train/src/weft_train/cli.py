@@ -1,6 +1,6 @@
 """`weft-train`: build, serve and train Weft's own policies.
 
-weft-train init-policy DIR [--preset tiny|small|base] [--seed S] [--corpus FILE --merges N]
+weft-train init-policy DIR [--preset tiny|mini|small|base] [--seed S] [--corpus FILE --merges N]
 weft-train serve MODEL_DIR [--host H] [--port P]
 """
 
@@ -19,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     i = sub.add_parser("init-policy", help="write a from-scratch Qwen3 policy + tokenizer to DIR")
     i.add_argument("dir", type=Path, help="output model folder")
-    i.add_argument("--preset", default="tiny", choices=["tiny", "small", "base"])
+    i.add_argument("--preset", default="tiny", choices=["tiny", "mini", "small", "base"])
     i.add_argument("--seed", type=int, default=0, help="initialisation seed")
     i.add_argument("--corpus", type=Path, default=None, help="text file to learn BPE merges from")
     i.add_argument("--merges", type=int, default=0, help="BPE merges to learn from --corpus")

@@ -3,7 +3,10 @@
 The base vocabulary is the 256 byte symbols of GPT-2's byte-level alphabet, so every string encodes;
 `merges` optionally learnt from a corpus shorten sequences. Learnt merges may cross word boundaries
 (no regex pre-split): a tool block or system prompt repeated in every row then becomes a handful of
-tokens, which is what lets a CPU train on whole trajectories. Special and tool tokens still split
+tokens, which is what lets a CPU train on whole trajectories. Values a policy must copy are kept
+out of those merges: digits are always single tokens (as in Qwen's tokenizer) and an email address
+is its own pre-token, so an id or an address tokenises the same in a request, a tool result and a
+call, and a held-out customer's id is made of the digit tokens training saw. Special and tool tokens still split
 the text, so a message's tokens never depend on its neighbours. Special tokens follow Qwen's names
 so the same template shape works for both.
 """
@@ -12,10 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    pre_tokenizers,
+    trainers,
+)
 from transformers import PreTrainedTokenizerFast
 
 from weft_train.policy.template import SPECIAL_TOKENS, TOOL_TOKENS, chat_template
+
+# An email address is one pre-token: merges may shorten it but never fuse it with the text around
+# it (`{"email": "` + the address's first letters was a learnt token before this).
+EMAIL = r"[\w.%+-]+@[\w.-]+[A-Za-z]"
 
 
 def build_tokenizer(
@@ -25,7 +40,13 @@ def build_tokenizer(
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     if corpus is not None and merges > 0:
         tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(EMAIL), "isolated"),
+                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
         trainer = trainers.BpeTrainer(
             vocab_size=len(alphabet) + len(SPECIAL_TOKENS) + merges,
             initial_alphabet=alphabet,

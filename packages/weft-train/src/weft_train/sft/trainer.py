@@ -3,10 +3,12 @@ assistant tokens of each row (`masks.tokenize_row`), AdamW, linear warm-up, grad
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 from pydantic import BaseModel, Field
@@ -23,6 +25,14 @@ class SFTConfig(BaseModel):
     batch_size: int = Field(default=4, ge=1, description="Rows per optimiser step.")
     max_length: int = Field(default=2048, ge=8, description="Rows are cut to this many tokens.")
     warmup_steps: int = Field(default=10, ge=0, description="Linear warm-up steps.")
+    schedule: Literal["constant", "cosine"] = Field(
+        default="constant",
+        description="After warm-up: keep the peak rate, or decay it along a cosine to "
+        "`min_lr_ratio` of the peak by the last step.",
+    )
+    min_lr_ratio: float = Field(
+        default=0.1, ge=0, le=1, description="The cosine schedule's final rate, over the peak."
+    )
     weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
     grad_clip: float = Field(default=1.0, gt=0, description="Gradient-norm clip.")
     seed: int = Field(default=0, description="Shuffling seed.")
@@ -61,6 +71,18 @@ def sft_loss(model: torch.nn.Module, batch: SFTBatch) -> tuple[torch.Tensor, int
     return (ce * weight).sum() / max(n, 1), n
 
 
+def lr_scale(config: SFTConfig, step: int, total: int) -> float:
+    """The learning rate of optimiser step `step` (0-based) of `total`, over the peak."""
+    if config.warmup_steps and step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    if config.schedule == "constant":
+        return 1.0
+    span = max(total - config.warmup_steps, 1)
+    done = min(max(step - config.warmup_steps, 0) / span, 1.0)
+    floor = config.min_lr_ratio
+    return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * done))
+
+
 class SFTReport(BaseModel):
     steps: int
     rows: int
@@ -86,6 +108,7 @@ def train_sft(
     model = policy.model
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     rng = random.Random(config.seed)
+    total = config.epochs * math.ceil(len(data) / config.batch_size)
     losses: list[float] = []
     step = 0
     for epoch in range(config.epochs):
@@ -94,7 +117,7 @@ def train_sft(
         rng.shuffle(order)
         for start in range(0, len(order), config.batch_size):
             batch = collate([data[i] for i in order[start : start + config.batch_size]], pad)
-            scale = min(1.0, (step + 1) / config.warmup_steps) if config.warmup_steps else 1.0
+            scale = lr_scale(config, step, total)
             for group in opt.param_groups:
                 group["lr"] = config.lr * scale
             loss, _ = sft_loss(model, batch)
