@@ -19,7 +19,8 @@ from weft_megamcp.host import MegaMCPHost
 from weft_megamcp.registry import MCPRecord
 from weft_megamcp.settings import MegaMCPSettings
 
-pytestmark = pytest.mark.integration
+# Each test starts a host and registers the bundle (a sandboxed probe): > 60 s seen on a loaded box.
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def _names(db: Path) -> list[str]:

@@ -10,6 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a subprocess writing ~2 MB: 20-35 s on a loaded 2-core machine
+
 WRITER = textwrap.dedent(
     """
     import os, signal, sys
