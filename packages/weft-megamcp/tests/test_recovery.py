@@ -130,7 +130,9 @@ async def test_a_fenced_owner_cannot_write(
 async def test_crash_recovery_resumes_from_latest_checkpoint(
     client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost
 ):
-    """A worker that dies loses only writes not yet checkpointed; acknowledged durable ones stay."""
+    """A host whose local disk is lost resumes from the latest checkpoint: the durable write is
+    there, a write no checkpoint holds is not (with the local files intact, the replacement
+    keeps them instead: tests/faults/test_durability.py)."""
     m = notes.mcp_id
     g = await client.create_group([m])
     await client.call_tool(g, m, "add_contact", {"name": "Durable", "email": "d@x.y"})
@@ -144,7 +146,8 @@ async def test_crash_recovery_resumes_from_latest_checkpoint(
     con.commit()
     con.close()
     manager.groups.pop(g.group_id)  # the worker's memory is gone
-    await host.core.adopt(g.group_id)  # a replacement worker adopts it from disk + store
+    session.db_path.unlink()  # and its local DB with it
+    await host.core.adopt(g.group_id)  # a replacement worker adopts it from the store
     names = [
         c["name"] for c in (await client.call_tool(g, m, "list_contacts")).structured["result"]
     ]

@@ -27,5 +27,5 @@ def test_session_db_under_groups_dir_is_scratch(tmp_path: Path) -> None:
     session.parent.mkdir(parents=True)
     other = tmp_path / "data" / "registry.sqlite"
     apply_to_sessions_under(groups)
-    assert _pragmas(session) == (0, "memory")  # synchronous=OFF, in-memory rollback journal
+    assert _pragmas(session) == (0, "persist")  # synchronous=OFF, a kill-safe file journal
     assert _pragmas(other) == (2, "delete")  # SQLite's defaults: FULL, file journal

@@ -80,6 +80,11 @@ class HostedSession:
     dedicated: bool = False  # served by its own process (command servers, screen failures)
     ledger: SessionLedger = field(init=False)
     lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    # The write gate: a tool call holds it from before it runs until its state version is
+    # assigned and announced, a checkpoint while it copies the state. So a checkpoint never
+    # copies a committed write under the previous version number (quiescing takes `lock`, not
+    # this, so a flush inside a quiesce never waits on itself).
+    state_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

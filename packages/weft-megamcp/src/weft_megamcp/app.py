@@ -182,7 +182,8 @@ class HostCore:
         return out
 
     async def resume_persisted(self) -> int:
-        """After a restart, adopt every open group: same tokens, state from the latest checkpoints."""
+        """After a restart, adopt every open group: same tokens, state from the intact local files
+        or else the latest checkpoints (recovery.py)."""
         n = 0
         for gid in self.persisted_groups():
             try:

@@ -16,11 +16,16 @@ class SessionLedger:
         self.path = path
         self.entries: list[LedgerEntry] = []
         if path.exists():
-            self.entries = [
-                LedgerEntry.model_validate_json(line)
-                for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip()
-            ]
+            lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            for i, line in enumerate(lines):
+                try:
+                    self.entries.append(LedgerEntry.model_validate_json(line))
+                except ValueError:
+                    if i != len(lines) - 1:
+                        raise
+                    # A process killed mid-append leaves a torn last line: that call was never
+                    # acknowledged (the append comes first), so it is dropped, not an error.
+                    self.replace(list(self.entries))
 
     def __len__(self) -> int:
         return len(self.entries)

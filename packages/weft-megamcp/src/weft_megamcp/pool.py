@@ -283,7 +283,8 @@ class WorkerPool:
 
     async def _resume_persisted(self) -> None:
         """Groups a previous run left open: place each on a worker, which resumes it from its
-        latest checkpoints; their tokens keep working (the master routes by token hash)."""
+        local files (or else latest checkpoints); their tokens keep working (the master routes by
+        token hash)."""
         from weft_megamcp._session import HostedGroup
 
         for gid in self.core.persisted_groups():

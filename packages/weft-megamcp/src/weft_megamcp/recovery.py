@@ -5,7 +5,19 @@ its DB and workspace to the CheckpointStore under the session's lease (generatio
 Eviction flushes those checkpoints, packs the group's small metadata (group.json, ledgers, final
 DBs) into one object-store blob and deletes the session files from local disk; the next call
 reloads the latest persisted checkpoint (never a replay). A worker that adopts groups after a
-crash steals each lease, so the dead owner is fenced, and resumes from the latest checkpoint.
+crash steals each lease, so the dead owner is fenced, and resumes each session from its local
+files when they are intact and at least as new as the latest checkpoint (a killed worker or host
+leaves every committed write in them), else from the latest checkpoint.
+
+The promise, precisely (README "Durability"):
+- a write acknowledged to its caller survives a kill -9 of its worker, of the prefork master or
+  of the whole host, when the host restarts on the same data dir: the replacement keeps the
+  session's local DB, workspace and ledger;
+- a write covered by `POST /admin/groups/{g}/checkpoint` (or older than the durability window)
+  also survives the loss of the local disk: it is in the latest checkpoint of the object store;
+- in both cases the ledger holds exactly the calls whose effects the resumed state holds, except
+  a call that was running at the kill: it was never acknowledged, and its effect may or may not
+  be in the state.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ import logging
 import os
 import shutil
 import socket
+import sqlite3
 import tarfile
 import time
 import uuid
@@ -26,6 +39,7 @@ from fastmcp.exceptions import ToolError
 
 from weft_megamcp._session import FINAL_DB_NAME, GROUP_FILE, LEDGER_NAME, HostedGroup, HostedSession
 from weft_megamcp.checkpoints import (
+    CheckpointRef,
     CheckpointStore,
     DebouncedCheckpointer,
     Lease,
@@ -42,6 +56,45 @@ from weft_megamcp.seeding import seed_workspace
 log = logging.getLogger("weft_megamcp.recovery")
 
 DROP_LOCAL_STATE = "drop_local_state"
+# SQLite's files next to a DB: a stale hot journal beside a DB that was just replaced would be
+# "rolled back" into it at the next open, so they go whenever the DB file is replaced.
+_SIDECARS = ("-journal", "-wal", "-shm")
+
+
+def drop_sidecars(db_path: Path) -> None:
+    for suffix in _SIDECARS:
+        db_path.with_name(db_path.name + suffix).unlink(missing_ok=True)
+
+
+def _db_intact(db_path: Path) -> bool:
+    """True when a session DB opens and passes `PRAGMA quick_check`. A read-write open, so a hot
+    rollback journal a killed writer left is rolled back first (what makes the file usable)."""
+    try:
+        con = sqlite3.connect(str(db_path), timeout=30)
+        try:
+            rows = con.execute("PRAGMA quick_check").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return rows == [("ok",)]
+
+
+def local_state_version(s: HostedSession) -> int | None:
+    """The state version of a session's files on local disk, or None when they cannot be resumed
+    from (evicted, missing, or a DB that fails its integrity check).
+
+    Every acknowledged call was ledgered after its write committed, so the ledger's highest
+    version (or group.json's, after a restore that ledgers nothing) is what the files hold."""
+    if not s.workspace.is_dir():
+        return None
+    if s.db_path.exists():
+        if not _db_intact(s.db_path):
+            return None
+    elif s.initial_uri is not None:
+        return None
+    ledgered = max((e.state_version for e in s.ledger.entries), default=0)
+    return max(s.state_version, ledgered)
 
 
 class SessionRecovery:
@@ -101,6 +154,7 @@ class SessionRecovery:
             debounce_s=self.debounce_s,
             max_delay_s=self.max_delay_s,
             min_interval_s=self.min_interval_s,
+            gate=lambda: session.state_lock,
         )
         ck.version = ck.durable_version = 0
         return ck
@@ -301,6 +355,7 @@ class SessionRecovery:
             await asyncio.to_thread(self._restore_session, s, steal=True)
         group.runtime = RuntimeState.LOADED
         group.save()
+        self._checkpoint_if_ahead(group)
 
     def _restore_session(self, s: HostedSession, *, steal: bool) -> None:
         s.root.mkdir(parents=True, exist_ok=True)
@@ -308,28 +363,49 @@ class SessionRecovery:
         if old is not None:
             old.abandon()
         # The lease first (a new generation: any previous owner is fenced from here on), then
-        # the state: a stale owner's write that lands before this point is overwritten.
+        # the state.
         ck = self._checkpointer(s, steal=steal)
         ref = self.store.latest(s.session_id)
+        s.ledger = SessionLedger(s.root / LEDGER_NAME)
+        local = local_state_version(s)
+        if local is not None and (ref is None or local >= ref.state_version):
+            # The local files hold every committed write (a killed process loses none of them);
+            # the checkpoint is older or equal: restoring it would drop acknowledged writes.
+            s.state_version = local
+        else:
+            self._restore_checkpoint(s, ref)
+        ck.last_ref = ref
+        ck.durable_version = ref.state_version if ref is not None else 0
+        ck.durable_version = min(ck.durable_version, s.state_version)
+        ck.version = s.state_version  # dirty when the local files are ahead: recover() notifies
+
+    def _restore_checkpoint(self, s: HostedSession, ref: CheckpointRef | None) -> None:
+        drop_sidecars(s.db_path)
         if ref is not None:
             s.workspace.mkdir(exist_ok=True)
             self.store.fetch(ref, s.db_path, s.workspace)
             s.state_version = ref.state_version
         else:
+            s.db_path.unlink(missing_ok=True)
             if s.initial_uri:
                 src, _ = self.manager.registry.snapshot_file(s.initial_uri)
                 shutil.copyfile(src, s.db_path)
+            shutil.rmtree(s.workspace, ignore_errors=True)
             s.workspace.mkdir(exist_ok=True)
             registry = self.manager.registry
             seed_workspace(registry, registry.get(s.mcp_id, s.version), s.workspace)
             s.state_version = 0
         # The ledger keeps exactly the calls whose effects the restored state holds.
-        ledger = SessionLedger(s.root / LEDGER_NAME)
-        kept = [e for e in ledger.entries if e.state_version <= s.state_version]
-        if len(kept) != len(ledger.entries):
-            ledger.replace(kept)
-        s.ledger = ledger
-        ck.version = ck.durable_version = s.state_version
+        kept = [e for e in s.ledger.entries if e.state_version <= s.state_version]
+        if len(kept) != len(s.ledger.entries):
+            s.ledger.replace(kept)
+
+    def _checkpoint_if_ahead(self, group: HostedGroup) -> None:
+        """Local files resumed ahead of the latest checkpoint: checkpoint them soon."""
+        for s in group.sessions.values():
+            ck = self.checkpointers.get(s.session_id)
+            if ck is not None and ck.dirty:
+                self._notify(ck, s)
 
     async def recover(self, group: HostedGroup) -> None:
         """Crash recovery of an adopted group: every session from its latest persisted checkpoint."""
@@ -338,3 +414,4 @@ class SessionRecovery:
         for s in group.sessions.values():
             await asyncio.to_thread(self._restore_session, s, steal=True)
         group.save()
+        self._checkpoint_if_ahead(group)

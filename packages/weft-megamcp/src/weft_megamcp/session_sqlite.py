@@ -1,16 +1,17 @@
 """SQLite settings for hosted sessions' DBs: per-session scratch state, made durable by checkpoints.
 
-A session's local DB file is never what recovery trusts: after a crash, a restart or a move to
-another worker the session resumes from its latest checkpoint (or its initial snapshot), which
-overwrites the local file. So the per-commit fsyncs of SQLite's defaults buy nothing here and
-cost a large share of a call. Every SQLAlchemy connection this process opens on a session DB
-(`<groups dir>/<group>/<mcp>/state.sqlite`) gets:
+After a killed worker, master or host, recovery resumes a session from its local DB file (every
+acknowledged write is in it; see recovery.py), so that file must survive a kill -9 at any
+instant. A machine crash is the checkpoints' job, so the per-commit fsyncs of SQLite's defaults
+buy nothing here and cost a large share of a call. Every SQLAlchemy connection this process
+opens on a session DB (`<groups dir>/<group>/<mcp>/state.sqlite`) gets:
 
 - `synchronous=OFF`: commits reach the OS page cache, not the disk; a killed process loses
-  nothing that was committed, only a machine crash can, and that is the checkpoint's job;
-- `journal_mode=MEMORY`: the rollback journal stays in memory, so a commit creates and deletes
-  no journal file; a process killed mid-transaction can leave the local file torn, which
-  recovery never reads (it restores the checkpoint).
+  nothing that was committed (the page cache outlives it), only a machine crash can;
+- `journal_mode=PERSIST`: the rollback journal is a real file (a process killed
+  mid-transaction leaves a hot journal that the next open rolls back, so the file is never
+  torn), kept between transactions with a zeroed header, so a commit creates and deletes no
+  file. (`MEMORY`, used before, let a kill mid-transaction tear the file.)
 
 Checkpoints, freeze, snapshots and forks copy the file while no call of the session runs (or
 under a SQLite read lock), so every copy is a committed state. The listener is process-wide
@@ -34,7 +35,7 @@ _roots: set[str] = set()
 _lock = threading.Lock()
 _installed = False
 
-PRAGMAS = ("PRAGMA synchronous=OFF", "PRAGMA journal_mode=MEMORY")
+PRAGMAS = ("PRAGMA synchronous=OFF", "PRAGMA journal_mode=PERSIST")
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -71,10 +71,27 @@ async def test_verifier_without_checks_never_passes(
         headers=ADMIN,
     )
     assert "no checks" in _one_line_error(resp)
-    # A group may carry an empty verifier (a task under construction), but it never passes.
-    group = await client.create_group({notes.mcp_id: None}, verifier=Verifier.final([]))
-    result = await client.verify(group)
-    assert not result.passed and result.reward == 0.0 and "no checks" in (result.error or "")
+    # Nor may a group carry one inline: it could never pass (weft-tasks sends none instead).
+    for verifier in (Verifier.final([]), Verifier(checkpoints={"final": [], "step1": []})):
+        resp = await http.post(
+            "/admin/groups",
+            json={"mcps": {notes.mcp_id: None}, "verifier": verifier.model_dump(mode="json")},
+            headers=ADMIN,
+        )
+        assert resp.status_code == 400
+        assert "no checks: it can never pass" in _one_line_error(resp)
+        resp = await http.post(
+            "/admin/runs",
+            json={
+                "create": {
+                    "mcps": {notes.mcp_id: None},
+                    "verifier": verifier.model_dump(mode="json"),
+                },
+                "ops": [],
+            },
+            headers=ADMIN,
+        )
+        assert "no checks" in _one_line_error(resp)
     # A checkpoint the verifier does not name is a failed verification, not a pass.
     resp = await http.post(
         "/admin/groups",

@@ -53,6 +53,7 @@ async def test_binds_split_batches_and_checks_ride_the_last(
             ReferenceCall(tool="get_customer", arguments={"customer_id": 999_999}),
             ReferenceCall(tool="list_customers", arguments={"tier": "gold"}),
         ]
+        assert failing.verifier is None  # nothing to check: no verifier is sent (a host refuses it)
         run, tail = await failing.run_calls("crm", bad, {}, then=[{"op": "verify"}], close=True)
         assert run.failed_at == 0 and tail == [] and len(run.steps) == 1
         assert run.steps[0].error and "tool error" in run.steps[0].error

@@ -37,6 +37,12 @@ class Verifier(WeftModel):
         """A verifier with the final checkpoint only (an atomic task's validation)."""
         return cls(checkpoints={FINAL_CHECKPOINT: list(checks)}, bindings=dict(bindings or {}))
 
+    @property
+    def has_checks(self) -> bool:
+        """False when no checkpoint holds a check: such a verifier can never pass (a host refuses
+        it; a caller with nothing to check sends no verifier)."""
+        return any(self.checkpoints.values())
+
     def checks_at(self, checkpoint: str) -> list[Check]:
         if checkpoint not in self.checkpoints:
             raise CheckError(

@@ -15,7 +15,12 @@ of the host loses at most the writes of that window (the session resumes from th
 Acknowledgement contract: `durable_version` is the highest state version covered by a completed
 (published) checkpoint; `await wait_durable(v)` returns once a checkpoint covering `v` is
 published. A write whose version was acknowledged this way is in every later `latest()`.
-Versions are read *before* the backup starts, so a checkpoint never claims a write it missed.
+
+Consistency: a checkpoint labelled `state_version` v holds exactly the effects of versions <= v.
+The version is read and the DB and workspace are copied inside `gate` (the session's write gate,
+which a tool call holds from before it runs until its version is assigned), so no write can be
+half-way between "committed" and "numbered" while the copy is taken. Recovery keeps exactly the
+ledger entries with state_version <= v, which therefore match the restored state.
 If the lease is lost (FencingError) the checkpointer stops and every waiter gets the error.
 """
 
@@ -29,10 +34,12 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
 from weft_megamcp.checkpoints._errors import CheckpointError, FencingError
-from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease
+from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease, tar_workspace
 
 __all__ = ["DebouncedCheckpointer", "backup_sqlite", "snapshot_sqlite"]
 
@@ -93,6 +100,17 @@ def _tree_signature(root: Path | None) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
+@dataclass
+class _Capture:
+    """One consistent copy of a session's state, taken inside the write gate."""
+
+    version: int
+    snapshot: Path | None  # the DB copy (None: the session has no DB)
+    signature: tuple[tuple[str, int, int], ...]
+    workspace_blob: bytes | None  # None: unchanged since `reuse`, or no workspace
+    reuse: CheckpointRef | None
+
+
 class DebouncedCheckpointer:
     def __init__(
         self,
@@ -105,6 +123,7 @@ class DebouncedCheckpointer:
         max_delay_s: float = 5.0,
         min_interval_s: float = 0.0,
         on_checkpoint: Callable[[CheckpointRef], None] | None = None,
+        gate: Callable[[], AbstractAsyncContextManager[object]] | None = None,
     ) -> None:
         if debounce_s < 0 or max_delay_s < debounce_s or min_interval_s < 0:
             raise ValueError("need 0 <= debounce_s <= max_delay_s and min_interval_s >= 0")
@@ -116,6 +135,7 @@ class DebouncedCheckpointer:
         self.max_delay_s = max_delay_s
         self.min_interval_s = min_interval_s
         self.on_checkpoint = on_checkpoint
+        self.gate = gate
         self.version = 0  # latest state version notified
         self.durable_version = 0
         self.last_ref: CheckpointRef | None = None
@@ -170,10 +190,13 @@ class DebouncedCheckpointer:
                 return
 
     async def _checkpoint_once(self) -> None:
-        version = self.version
         self._last_started = asyncio.get_running_loop().time()
         try:
-            ref = await asyncio.to_thread(self._snapshot_and_put, version)
+            async with self.gate() if self.gate is not None else contextlib.nullcontext():
+                # Inside the gate no call is between "committed" and "numbered": the version
+                # read here is exactly the state the copy holds.
+                capture = await asyncio.to_thread(self._capture, self.version)
+            ref = await asyncio.to_thread(self._put, capture)
         except FencingError as exc:
             self.failure = exc
             log.warning("checkpointer stopped: %s", exc)
@@ -187,7 +210,7 @@ class DebouncedCheckpointer:
         else:
             self.last_error = None
             self._retry_pending = False
-            self.durable_version = max(self.durable_version, version)
+            self.durable_version = max(self.durable_version, capture.version)
             self.last_ref = ref
             self.checkpoints += 1
             if self.on_checkpoint is not None:
@@ -195,36 +218,44 @@ class DebouncedCheckpointer:
         async with self._changed:
             self._changed.notify_all()
 
-    def _snapshot_and_put(self, version: int) -> CheckpointRef:
+    def _capture(self, version: int) -> _Capture:
         sig = _tree_signature(self.workspace)
-        same_ws = self.last_ref if sig == self._workspace_sig else None
-        if self.db_path is None:
-            ref = self.store.put(
-                self.lease,
-                None,
-                workspace=self.workspace,
-                state_version=version,
-                unchanged_workspace_of=same_ws,
-            )
-        else:
+        reuse = self.last_ref if sig == self._workspace_sig else None
+        blob = None
+        if self.workspace is not None and (reuse is None or reuse.workspace_key is None):
+            blob = tar_workspace(self.workspace) if self.workspace.exists() else None
+        snap = None
+        if self.db_path is not None:
             snap = self.store.scratch_path(self.lease.session_id)
             try:
                 snapshot_sqlite(self.db_path, snap)
-                ref = self.store.put(
-                    self.lease,
-                    snap,
-                    workspace=self.workspace,
-                    state_version=version,
-                    consume=True,
-                    unchanged_workspace_of=same_ws,
-                )
-            finally:
+            except BaseException:
                 snap.unlink(missing_ok=True)
-        self._workspace_sig = sig
+                raise
+        return _Capture(version, snap, sig, blob, reuse)
+
+    def _put(self, capture: _Capture) -> CheckpointRef:
+        try:
+            ref = self.store.put(
+                self.lease,
+                capture.snapshot,
+                workspace=self.workspace if capture.reuse is not None else None,
+                workspace_blob=capture.workspace_blob,
+                state_version=capture.version,
+                consume=capture.snapshot is not None,
+                unchanged_workspace_of=capture.reuse,
+            )
+        finally:
+            if capture.snapshot is not None:
+                capture.snapshot.unlink(missing_ok=True)
+        self._workspace_sig = capture.signature
         return ref
 
-    async def wait_durable(self, version: int, timeout: float | None = None) -> CheckpointRef:
-        """Wait until a published checkpoint covers `version`; raises the checkpointer's failure."""
+    async def wait_durable(
+        self, version: int, timeout: float | None = None
+    ) -> CheckpointRef | None:
+        """Wait until a published checkpoint covers `version`; raises the checkpointer's failure.
+        Returns the latest checkpoint (None only when `version` is 0 and none was ever taken)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         async with self._changed:
             while self.durable_version < version:
@@ -234,7 +265,6 @@ class DebouncedCheckpointer:
                 if remaining is not None and remaining <= 0:
                     raise TimeoutError(f"version {version} not checkpointed in time")
                 await asyncio.wait_for(self._changed.wait(), remaining)
-        assert self.last_ref is not None
         return self.last_ref
 
     async def flush(self) -> CheckpointRef | None:

@@ -46,7 +46,7 @@ from weft_megamcp.checkpoints._errors import (
     LeaseHeldError,
 )
 
-__all__ = ["CheckpointRef", "CheckpointStore", "Lease", "SessionStatus"]
+__all__ = ["CheckpointRef", "CheckpointStore", "Lease", "SessionStatus", "tar_workspace"]
 
 _SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _GEN_RE = re.compile(r"^g(\d{8})$")
@@ -97,7 +97,7 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _tar_workspace(root: Path) -> bytes:
+def tar_workspace(root: Path) -> bytes:
     """A deterministic gzip tarball of `root` (sorted names, zeroed mtimes) so equal trees hash
     equal; symlinks are skipped so a checkpoint never captures anything outside the root."""
     buf = io.BytesIO()
@@ -317,6 +317,7 @@ class CheckpointStore:
         state_version: int = 0,
         consume: bool = False,
         unchanged_workspace_of: CheckpointRef | None = None,
+        workspace_blob: bytes | None = None,
     ) -> CheckpointRef:
         """Upload a consistent snapshot (a closed SQLite file, e.g. from the backup API) and an
         optional workspace folder, then publish them as the session's latest checkpoint.
@@ -324,6 +325,8 @@ class CheckpointStore:
         `consume=True` lets a local store move `db_file` into place instead of copying it (the
         caller's temp snapshot, from `scratch_path`). `unchanged_workspace_of`: the caller knows
         the workspace equals that earlier checkpoint's, so its tarball is reused, not rebuilt.
+        `workspace_blob`: the workspace's tarball (`tar_workspace`) taken by the caller at the
+        same instant as `db_file`, used instead of tarring `workspace` now.
         Raises FencingError when `lease` is stale, before and after the upload.
         """
         self.check_fence(lease)
@@ -357,10 +360,18 @@ class CheckpointStore:
                     # (which a kill between upload and rename would strand) is needed.
                     self.fs.put_file(str(db_path), ref.db_key)
         reuse = unchanged_workspace_of
-        if workspace is not None and reuse is not None and reuse.workspace_key is not None:
+        if (
+            workspace_blob is None
+            and workspace is not None
+            and reuse is not None
+            and reuse.workspace_key is not None
+        ):
             ref.workspace_key, ref.workspace_sha256 = reuse.workspace_key, reuse.workspace_sha256
-        elif workspace is not None:
-            blob = _tar_workspace(Path(workspace))
+        elif workspace_blob is not None or workspace is not None:
+            blob = workspace_blob
+            if blob is None:
+                assert workspace is not None
+                blob = tar_workspace(Path(workspace))
             digest = hashlib.sha256(blob).hexdigest()
             ref.workspace_key = f"{gdir}/{seq:010d}-{digest}.tar.gz"
             ref.workspace_sha256 = digest

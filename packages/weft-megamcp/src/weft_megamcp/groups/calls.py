@@ -59,66 +59,71 @@ class ToolCalls(IdleGroups):
                 )
             if self.fence is not None:
                 await self.fence.before_call(session)
-            before = session.probe()
-            started = datetime.now(UTC)
-            t0 = time.perf_counter()
-            error_kind: ErrorKind | None = None
-            message = ""
-            result: ToolResult | None = None
-            try:
-                result = await asyncio.wait_for(
-                    runtime.call_tool(session, tool, arguments), timeout=self.call_timeout_s
+            # The write gate: a checkpoint copies the state only between calls, never between
+            # a write committing and its version being assigned (see DebouncedCheckpointer).
+            async with session.state_lock:
+                before = session.probe()
+                started = datetime.now(UTC)
+                t0 = time.perf_counter()
+                error_kind: ErrorKind | None = None
+                message = ""
+                result: ToolResult | None = None
+                try:
+                    result = await asyncio.wait_for(
+                        runtime.call_tool(session, tool, arguments), timeout=self.call_timeout_s
+                    )
+                except FastMCPNotFound:
+                    error_kind, message = ErrorKind.UNKNOWN_TOOL, f"Unknown tool: {tool!r}"
+                except (FastMCPValidationError, PydanticValidationError) as exc:
+                    error_kind, message = (
+                        ErrorKind.INVALID_ARGUMENTS,
+                        f"Invalid arguments for {tool!r}: {exc}",
+                    )
+                except ToolError as exc:
+                    error_kind, message = ErrorKind.TOOL_ERROR, str(exc)
+                except TimeoutError:
+                    error_kind = ErrorKind.TIMEOUT
+                    message = f"Tool {tool!r} timed out after {self.call_timeout_s:g} s"
+                except Exception as exc:  # a server that raises outside ToolError or dies
+                    error_kind, message = (
+                        ErrorKind.SERVER_CRASH,
+                        f"Tool {tool!r} failed: {type(exc).__name__}",
+                    )
+                duration = (time.perf_counter() - t0) * 1000
+                if result is not None and result.is_error:
+                    error_kind = ErrorKind.TOOL_ERROR
+                    message = str(_result_payload(result))
+                mutated = session.probe() != before
+                if mutated and self.fence is not None:
+                    await self.fence.before_ack(session)  # fenced: not acknowledged nor ledgered
+                if mutated:
+                    session.state_version += 1
+                message = (
+                    self.sanitizer.text(message, workspace=str(session.workspace))
+                    if error_kind
+                    else ""
                 )
-            except FastMCPNotFound:
-                error_kind, message = ErrorKind.UNKNOWN_TOOL, f"Unknown tool: {tool!r}"
-            except (FastMCPValidationError, PydanticValidationError) as exc:
-                error_kind, message = (
-                    ErrorKind.INVALID_ARGUMENTS,
-                    f"Invalid arguments for {tool!r}: {exc}",
+                entry = LedgerEntry(
+                    seq=session.ledger.next_seq,
+                    session_id=session.session_id,
+                    group_id=group.group_id,
+                    mcp=session.mcp_id,
+                    mcp_version=session.version,
+                    tool=tool,
+                    arguments=arguments,
+                    result=message if error_kind else _result_payload(result) if result else None,
+                    is_error=error_kind is not None,
+                    error_kind=error_kind,
+                    started_at=started,
+                    duration_ms=duration,
+                    mutated=mutated,
+                    state_version=session.state_version,
                 )
-            except ToolError as exc:
-                error_kind, message = ErrorKind.TOOL_ERROR, str(exc)
-            except TimeoutError:
-                error_kind = ErrorKind.TIMEOUT
-                message = f"Tool {tool!r} timed out after {self.call_timeout_s:g} s"
-            except Exception as exc:  # a server that raises outside ToolError or dies
-                error_kind, message = (
-                    ErrorKind.SERVER_CRASH,
-                    f"Tool {tool!r} failed: {type(exc).__name__}",
-                )
-            duration = (time.perf_counter() - t0) * 1000
-            if result is not None and result.is_error:
-                error_kind = ErrorKind.TOOL_ERROR
-                message = str(_result_payload(result))
-            mutated = session.probe() != before
-            if mutated and self.fence is not None:
-                await self.fence.before_ack(session)  # fenced: not acknowledged nor ledgered
-            if mutated:
-                session.state_version += 1
-            message = (
-                self.sanitizer.text(message, workspace=str(session.workspace)) if error_kind else ""
-            )
-            entry = LedgerEntry(
-                seq=session.ledger.next_seq,
-                session_id=session.session_id,
-                group_id=group.group_id,
-                mcp=session.mcp_id,
-                mcp_version=session.version,
-                tool=tool,
-                arguments=arguments,
-                result=message if error_kind else _result_payload(result) if result else None,
-                is_error=error_kind is not None,
-                error_kind=error_kind,
-                started_at=started,
-                duration_ms=duration,
-                mutated=mutated,
-                state_version=session.state_version,
-            )
-            session.ledger.append(entry)
-            if mutated:
-                # group.json is not rewritten per call: recovery takes versions from checkpoints.
-                for hook in self.mutation_hooks:
-                    hook(group, session)
+                session.ledger.append(entry)
+                if mutated:
+                    # group.json is not rewritten per call: recovery reads versions off the ledger.
+                    for hook in self.mutation_hooks:
+                        hook(group, session)
         for call_hook in self.call_hooks:
             call_hook(session, entry)
         if error_kind is not None:

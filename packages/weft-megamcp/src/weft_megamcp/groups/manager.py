@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from weft_core.models import FINAL_CHECKPOINT
+from weft_core.models import FINAL_CHECKPOINT, Verifier
 from weft_core.state import (
     INITIAL,
     CheckpointDiff,
@@ -45,6 +45,10 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
     def create_group(self, request: CreateGroupRequest) -> GroupHandle:
         if not request.mcps:
             raise MegaMCPUserError("a group needs at least one MCP")
+        if isinstance(request.verifier, Verifier) and not request.verifier.has_checks:
+            raise MegaMCPUserError(
+                "verifier has no checks: it can never pass (omit it, or give checks)"
+            )
         plans = []
         for key, snapshot_uri in request.mcps.items():
             mcp_id, _, ver = key.partition("@")

@@ -27,7 +27,7 @@ def _copy_state(src: Path, dst: Path) -> None:
     """Copy a session's DB, workspace, ledger and checkpoint-diff baselines from folder `src` to
     folder `dst` (plain copies)."""
     dst.mkdir(parents=True, exist_ok=True)
-    for name in (DB_NAME, DB_NAME + "-wal", LEDGER_NAME, *CHECKPOINT_FILES):
+    for name in (DB_NAME, DB_NAME + "-wal", DB_NAME + "-journal", LEDGER_NAME, *CHECKPOINT_FILES):
         if (src / name).exists():
             shutil.copyfile(src / name, dst / name)
         else:

@@ -80,7 +80,7 @@ def check_verifier_content(content: bytes) -> Verifier:
         raise RegistrationError(
             f"checks verifier is malformed ({exc.error_count()} error(s)); {loc}: {first['msg']}"
         ) from None
-    if not any(verifier.checkpoints.values()):
+    if not verifier.has_checks:
         raise RegistrationError("checks verifier has no checks: it would pass every run")
     return verifier
 

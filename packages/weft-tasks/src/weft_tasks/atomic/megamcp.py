@@ -142,7 +142,8 @@ class BatchedGroup:
         self.mcps = mcps
         self.store = store or {}  # MCP id -> initial DB the creating request stores first
         self.mcp_ids = mcp_ids
-        self.verifier = verifier
+        # A verifier with no checks can never pass and a host refuses it: send none instead.
+        self.verifier = verifier if verifier.has_checks else None
         self.task_id = task_id
         self.bindings = bindings or {}
         self.group_id: str | None = None

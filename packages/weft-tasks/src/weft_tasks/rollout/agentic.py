@@ -57,7 +57,9 @@ async def replay_checkpoints(
     """`entries` in the order they were served; `evaluation(result) -> (EvaluationResult|None, err)`."""
     result = AgenticCheckpoints()
     shadow = await service.create_group(
-        mcps=snapshots, verifier=verifier, task_id=f"{graph.id}#agentic-replay"
+        mcps=snapshots,
+        verifier=verifier if verifier.has_checks else None,  # none can pass: send none
+        task_id=f"{graph.id}#agentic-replay",
     )
     pending = list(order)
     try:
