@@ -80,6 +80,9 @@ class HostedSession:
     dedicated: bool = False  # served by its own process (command servers, screen failures)
     ledger: SessionLedger = field(init=False)
     lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    # The tool of a call that timed out while its thread still runs; the session refuses calls
+    # until it returns (groups.calls).
+    overrun: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
