@@ -24,6 +24,7 @@ from weft_megamcp.preempt import LOOP_WATCHDOG
 from weft_megamcp.registry import Registry
 from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer
+from weft_megamcp.screening import ScreeningSettings
 from weft_megamcp.session_sqlite import apply_to_sessions_under
 from weft_megamcp.stdio_runtime import CommandRuntime
 
@@ -79,6 +80,7 @@ class GroupCore:
         self.group_max_calls = group_max_calls
         self.tool_threads = tool_threads
         self.watchdog = LOOP_WATCHDOG
+        self.screening = ScreeningSettings()  # per-process session caps of screened modules
         # Held by running calls only; an idle group's semaphore goes with its last call.
         self._call_slots: weakref.WeakValueDictionary[str, asyncio.Semaphore] = (
             weakref.WeakValueDictionary()
