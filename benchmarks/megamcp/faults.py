@@ -15,6 +15,8 @@ Rows (issue 18; every figure comes from real `weft-megamcp` hosts on 127.0.0.1):
 - registration: modules that exit, raise or hang at import and a command that never answers
   tools/list; each must give a one-line error within register_timeout_s and leave the host up.
 - seed workspace: sessions of a bundle with seed_workspace/ that start with its files.
+- fuzz (only when named in --rows): `--fuzz-calls` hostile tool calls over `--fuzz-sessions`
+  sessions through `weft-megamcp serve --workers N`; see fuzz_row.py.
 """
 
 from __future__ import annotations
@@ -279,6 +281,12 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
             rows.append(await registration_row(base / "r", args.register_timeout))
         if "seed" in args.rows:
             rows.append(await seed_row(base / "w", args.sessions))
+        if "fuzz" in args.rows:
+            from fuzz_row import fuzz_row
+
+            rows.append(
+                await fuzz_row(base / "z", args.fuzz_calls, args.fuzz_sessions, args.workers)
+            )
     return rows
 
 
@@ -288,11 +296,14 @@ def main() -> int:
     p.add_argument("--writes", type=int, default=25)
     p.add_argument("--register-timeout", type=float, default=30.0)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--fuzz-calls", type=int, default=1000, help="fuzz row: hostile tool calls")
+    p.add_argument("--fuzz-sessions", type=int, default=30, help="fuzz row: sessions (3 per group)")
+    p.add_argument("--workers", type=int, default=2, help="fuzz row: prefork workers")
     p.add_argument(
         "--rows",
         type=lambda v: v.split(","),
         default=["sandbox", "fencing", "registration", "seed"],
-        help="comma-separated subset of sandbox,fencing,registration,seed",
+        help="comma-separated subset of sandbox,fencing,registration,seed,fuzz (fuzz_row.py)",
     )
     args = p.parse_args()
     rows = asyncio.run(main_async(args))
