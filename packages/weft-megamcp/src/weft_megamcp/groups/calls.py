@@ -27,6 +27,7 @@ from weft_megamcp.preempt import ToolPreempted
 from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 
 log = logging.getLogger("weft_megamcp.calls")
+_RUNNING: set[asyncio.Task[None]] = set()
 
 
 def _result_size(result: ToolResult) -> int:
@@ -79,6 +80,9 @@ class ToolCalls(IdleGroups):
         self._size_thread_pool()
         reply: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
         work = asyncio.create_task(self._serve_call(group, session, tool, arguments, reply))
+        # The loop holds tasks weakly; a call answered at its timeout runs on past this frame.
+        _RUNNING.add(work)
+        work.add_done_callback(_RUNNING.discard)
         try:
             return await asyncio.shield(reply)
         except asyncio.CancelledError:
