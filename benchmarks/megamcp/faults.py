@@ -21,6 +21,8 @@ Rows (issue 18; every figure comes from real `weft-megamcp` hosts on 127.0.0.1):
   master; a killed master or host is restarted on the same data dir (what a supervisor does).
   Leaks: acknowledged writes missing from the state afterwards (goal 0); the note also counts
   acknowledged writes missing from the ledger and session DBs failing PRAGMA integrity_check.
+- fuzz (only when named in --rows): `--fuzz-calls` hostile tool calls over `--fuzz-sessions`
+  sessions through `weft-megamcp serve --workers N`; see fuzz_row.py.
 """
 
 from __future__ import annotations
@@ -503,6 +505,12 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
             rows.append(await seed_row(base / "w", args.sessions))
         if "kill" in args.rows:
             rows.append(await kill_row(base / "k", args.sessions, args.kills))
+        if "fuzz" in args.rows:
+            from fuzz_row import fuzz_row
+
+            rows.append(
+                await fuzz_row(base / "z", args.fuzz_calls, args.fuzz_sessions, args.workers)
+            )
     return rows
 
 
@@ -513,11 +521,14 @@ def main() -> int:
     p.add_argument("--register-timeout", type=float, default=30.0)
     p.add_argument("--kills", type=int, default=8, help="kill -9s of the kill row")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--fuzz-calls", type=int, default=1000, help="fuzz row: hostile tool calls")
+    p.add_argument("--fuzz-sessions", type=int, default=30, help="fuzz row: sessions (3 per group)")
+    p.add_argument("--workers", type=int, default=2, help="fuzz row: prefork workers")
     p.add_argument(
         "--rows",
         type=lambda v: v.split(","),
         default=["sandbox", "fencing", "registration", "seed", "kill"],
-        help="comma-separated subset of sandbox,fencing,registration,seed,kill",
+        help="comma-separated subset of sandbox,fencing,registration,seed,kill,fuzz (fuzz_row.py)",
     )
     args = p.parse_args()
     rows = asyncio.run(main_async(args))

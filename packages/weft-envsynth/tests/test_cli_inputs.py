@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -31,6 +32,26 @@ def test_oversized_spec_is_refused(capsys, tmp_path: Path):
     big.write_text('{"tools": [{"name": "t", "description": "' + "x" * 5_000_000 + '"}]}')
     err = _error(capsys, "synth", str(big), "-o", str(tmp_path / "out"), "--quiet")
     assert "over the" in err and "--max-spec-bytes" in err
+
+
+def test_huge_enum_is_refused_before_synthesis(capsys, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # the console would fold the line at 80
+    values = [f"c{i}" for i in range(100_000)]
+    tool = {
+        "name": "set_color",
+        "description": "Set the color of an item.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"item": {"type": "string"}, "color": {"type": "string", "enum": values}},
+            "required": ["item", "color"],
+        },
+    }
+    spec = tmp_path / "colors.json"
+    spec.write_text(json.dumps({"name": "colors", "description": "Colors", "tools": [tool]}))
+    err = _error(capsys, "synth", str(spec), "-o", str(tmp_path / "out"), "--quiet")
+    assert "'set_color': input_schema.properties.color has an enum of 100,000 values" in err
+    assert "WEFT_ENVSYNTH_MAX_ENUM_VALUES" in err and err.count("\n") == 2  # + the summary
+    assert not list((tmp_path / "out").glob("*/server.py"))  # nothing was synthesized
 
 
 def test_no_loadable_spec_exits_2(capsys, tmp_path: Path):

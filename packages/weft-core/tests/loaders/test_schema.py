@@ -239,6 +239,20 @@ def test_empty_and_duplicate_enums() -> None:
     assert len(warnings) == 2
 
 
+def test_enum_duplicates_are_by_type_and_value() -> None:
+    values = [1, 1.0, True, 1, [1], [1], {"a": 1}, {"a": 1}, None, None]
+    out, warnings = norm({"type": "object", "properties": {"d": {"enum": values}}})
+    assert out["properties"]["d"]["enum"] == [1, 1.0, True, [1], {"a": 1}, None]
+    assert warnings and "duplicate enum values removed" in warnings[0]
+
+
+def test_a_100000_value_enum_loads() -> None:
+    # Comparing each value with every kept one made this take minutes (CI's limit is 60 s).
+    values = [f"c{i}" for i in range(100_000)] + ["c0"]
+    out, warnings = norm({"type": "object", "properties": {"c": {"enum": values}}})
+    assert len(out["properties"]["c"]["enum"]) == 100_000 and len(warnings) == 1
+
+
 def test_integer_with_fractional_values_becomes_number() -> None:
     out, warnings = norm(
         {

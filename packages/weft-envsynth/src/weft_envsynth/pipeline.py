@@ -19,7 +19,9 @@ from pydantic import BaseModel, Field
 
 from weft_core.llm import model_display_name
 from weft_core.models import MCPSpec
+from weft_envsynth.errors import EnvSynthUserError
 from weft_envsynth.graph import build_envsynth_graph
+from weft_envsynth.settings import EnvSynthSettings
 from weft_envsynth.state import EnvSynthContext, EnvSynthState
 
 Status = Literal["certified", "partial", "rejected", "failed"]
@@ -127,7 +129,34 @@ def load_spec(path: str | Path) -> tuple[MCPSpec, dict[str, str], list[str]]:
     from weft_core.loaders import load_spec_file
 
     loaded = load_spec_file(path)
+    _check_enums(loaded.spec, EnvSynthSettings().max_enum_values)
     return loaded.spec, {r.name: r.reason for r in loaded.rejected_tools}, list(loaded.warnings)
+
+
+def _enums(schema: Any, where: str) -> Iterable[tuple[str, int]]:
+    """(JSON path, length) of every enum in a JSON schema, nested ones included."""
+    if isinstance(schema, dict):
+        values = schema.get("enum")
+        if isinstance(values, list):
+            yield where, len(values)
+        for key, sub in schema.items():
+            if key != "enum":
+                yield from _enums(sub, f"{where}.{key}")
+    elif isinstance(schema, list):
+        for i, sub in enumerate(schema):
+            yield from _enums(sub, f"{where}[{i}]")
+
+
+def _check_enums(spec: MCPSpec, limit: int) -> None:
+    """EnvSynthUserError naming the first enum longer than `limit` (every value becomes
+    generated code, seed data and validation cases)."""
+    for tool in spec.tools:
+        for where, n in _enums(tool.input_schema, "input_schema"):
+            if n > limit:
+                raise EnvSynthUserError(
+                    f"tool {tool.name!r}: {where} has an enum of {n:,} values, over the limit "
+                    f"of {limit:,} (WEFT_ENVSYNTH_MAX_ENUM_VALUES)"
+                )
 
 
 def synthesize_file(

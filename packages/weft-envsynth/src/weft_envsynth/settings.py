@@ -21,6 +21,13 @@ class EnvSynthSettings(BaseSettings):
         ge=1,
         description="Specs with more tools than this are rejected (too big to certify).",
     )
+    max_enum_values: int = Field(
+        default=1000,
+        ge=1,
+        description="Specs with a parameter enum longer than this are refused before "
+        "synthesis (the largest of the 2,120 real specs has 169 values; a 100,000-value enum "
+        "took 561 s to synthesize).",
+    )
     format_code: bool = Field(
         default=True, description="ruff-format generated sources when ruff is installed."
     )

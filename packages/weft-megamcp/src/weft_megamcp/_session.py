@@ -85,6 +85,9 @@ class HostedSession:
     # copies a committed write under the previous version number (quiescing takes `lock`, not
     # this, so a flush inside a quiesce never waits on itself).
     state_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    # The tool of a call that timed out while its thread still runs; the session refuses calls
+    # until it returns (groups.calls).
+    overrun: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

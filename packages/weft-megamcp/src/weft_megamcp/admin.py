@@ -19,6 +19,7 @@ from weft_megamcp.batch import run_batch, run_group
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import AuthError, GroupStateError, NotFoundError
 from weft_megamcp.groups import GroupManager
+from weft_megamcp.health import NoPlacementError
 from weft_megamcp.models import (
     BatchRequest,
     BatchResult,
@@ -129,7 +130,9 @@ def build_admin(core: AdminCore) -> FastAPI:
 
     @api.exception_handler(WeftRuntimeError)
     async def _runtime_error(_: Request, exc: WeftRuntimeError) -> JSONResponse:
-        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=500)
+        # No room for a group (a per-process cap) is a 503, as the prefork master answers it.
+        status = 503 if isinstance(exc, NoPlacementError) else 500
+        return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=status)
 
     @api.get("/health")
     async def health() -> dict[str, Any]:

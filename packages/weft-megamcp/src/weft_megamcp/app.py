@@ -63,6 +63,9 @@ class HostCore:
             call_timeout_s=settings.call_timeout_s,
             sanitizer=sanitizer,
             diff_max_rows=settings.checkpoint_diff_max_rows,
+            max_result_chars=settings.max_result_chars,
+            group_max_calls=settings.group_max_calls,
+            tool_threads=settings.tool_threads,
         )
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[Any]] = []

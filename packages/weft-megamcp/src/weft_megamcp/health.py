@@ -41,6 +41,16 @@ class NoPlacementError(MegaMCPRuntimeError):
     """No healthy worker has room for the session."""
 
 
+def cap_reached(mcp_key: str, cap: int, processes: int) -> NoPlacementError:
+    """The one error of a group whose MCP is at its per-process cap everywhere, the same in
+    one process and with workers (HTTP 503)."""
+    return NoPlacementError(
+        f"no room for another session of {mcp_key!r}: its screen allows {cap} per process "
+        f"(WEFT_MEGAMCP_SCREEN_LIMITED_CAP / WEFT_MEGAMCP_SCREEN_SHARED_CAP) and all "
+        f"{processes} serving process(es) are full; close a group or add workers"
+    )
+
+
 class HealthThresholds(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WEFT_MEGAMCP_HEALTH_")
 

@@ -21,8 +21,9 @@ import httpx
 from weft_megamcp._session import token_sha
 from weft_megamcp.app import HostCore
 from weft_megamcp.exceptions import MegaMCPUserError
-from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState
+from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState, cap_reached
 from weft_megamcp.host import STARTUP_TIMEOUT_S, bind_socket, url_of
+from weft_megamcp.screening import ScreeningSettings, session_cap
 from weft_megamcp.settings import MegaMCPSettings
 from weft_megamcp.worker import worker_main
 
@@ -85,6 +86,7 @@ class WorkerPool:
         self._supervisor: asyncio.Task[Any] | None = None
         self.replacements = 0
         self.policy = PlacementPolicy()
+        self.screening = ScreeningSettings()
         self.group_sessions: dict[str, dict[str, str]] = {}  # group -> {session_id: mcp key}
         self.migrations = 0
         self.crashes: list[tuple[str, int | None, str]] = []  # sessions whose worker died
@@ -154,7 +156,8 @@ class WorkerPool:
         rec = self.core.registry.get(mcp_id, int(ver) if ver.isdigit() else None)
         full = f"{rec.mcp_id}@{rec.version}"
         screen = rec.metadata.get("screen") or {}
-        self.policy.caps.setdefault(full, int(screen.get("cap") or self.policy.default_cap))
+        cap = session_cap(screen, self.screening)
+        self.policy.caps[full] = cap if cap is not None else self.policy.default_cap
         shared = screen.get("tier", "shared_process") == "shared_process" and rec.kind != "command"
         return full, shared
 
@@ -180,6 +183,12 @@ class WorkerPool:
                 self._next_index += 1
                 return await self._fork_worker(index)  # on demand: a new worker for new load
             if not live:
+                for k in keys:
+                    cap = self.policy.cap_of(k)
+                    if all(
+                        w.state.instances_of(k) + keys.count(k) > cap for w in self.workers.values()
+                    ):
+                        raise cap_reached(k, cap, len(self.workers))
                 raise NoPlacementError(
                     f"no healthy worker has room for a group of {sorted(set(keys))}"
                 )

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -85,6 +86,19 @@ class ScreeningSettings(BaseSettings):
     limited_cap: int = Field(
         default=4, ge=1, description="Instances per process for servers with warning findings."
     )
+
+
+def session_cap(screen: dict[str, Any], settings: ScreeningSettings | None = None) -> int | None:
+    """Sessions of a screened module one process may serve at once, from its recorded load
+    class and this host's settings (so WEFT_MEGAMCP_SCREEN_* apply at placement, in one
+    process and with workers alike); None for dedicated servers (a process per session)."""
+    settings = settings or ScreeningSettings()
+    load_class = screen.get("load_class", LoadClass.SHARED.value)
+    if screen.get("tier") == IsolationTier.DEDICATED_PROCESS.value:
+        return None
+    if load_class == LoadClass.LIMITED.value:
+        return settings.limited_cap
+    return settings.shared_cap
 
 
 class Finding(BaseModel):

@@ -51,6 +51,24 @@ class MegaMCPSettings(BaseSettings):
         gt=0,
         description="A tool call running longer is cancelled and reported as a timeout.",
     )
+    max_result_chars: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1,
+        description="A tool result longer than this (characters of text plus structured "
+        "content) is not returned: the agent gets a one-line error observation instead.",
+    )
+    group_max_calls: int = Field(
+        default=8,
+        ge=1,
+        description="Tool calls of one group that run at once (a timed-out call whose thread "
+        "still runs keeps its slot); more wait, so one group cannot starve the others.",
+    )
+    tool_threads: int = Field(
+        default=256,
+        ge=1,
+        description="Threads sync tools of hosted modules run on, per process (anyio's "
+        "default is 40: 40 slow calls stalled every session).",
+    )
     offload_after_s: float = Field(
         default=300.0, gt=0, description="Idle seconds after which a group's runtime is offloaded."
     )

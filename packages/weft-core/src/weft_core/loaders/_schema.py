@@ -9,6 +9,7 @@ a callback; what cannot be repaired raises `SchemaRejected` with a reason naming
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -386,9 +387,18 @@ class _Normalizer:
             self.warn(f"{path}: 'enum' is a {_kind(values)}, not a list; dropped")
             out.pop("enum")
             return
+        # Keyed by (type, value), so 1, 1.0 and True stay distinct: linear, where comparing each
+        # value with every kept one took minutes for a 100,000-value enum.
+        seen: set[tuple[type, Any]] = set()
         unique: list[Any] = []
         for v in values:
-            if not any(v == u and type(v) is type(u) for u in unique):
+            try:
+                key: tuple[type, Any] = (type(v), v)
+                hash(key)
+            except TypeError:  # lists and objects: compared by their canonical JSON
+                key = (type(v), json.dumps(v, sort_keys=True, default=str))
+            if key not in seen:
+                seen.add(key)
                 unique.append(v)
         if len(unique) != len(values):
             self.warn(f"{path}: duplicate enum values removed")

@@ -5,9 +5,11 @@ sessions' runtimes, token table and hooks, and the primitives the other parts bu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -18,9 +20,11 @@ from weft_megamcp._session import HostedGroup, HostedSession
 from weft_megamcp.exceptions import GroupStateError, NotFoundError
 from weft_megamcp.groups.tokens import TokenTable
 from weft_megamcp.models import GroupStatus, SessionInfo
+from weft_megamcp.preempt import LOOP_WATCHDOG
 from weft_megamcp.registry import Registry
 from weft_megamcp.runtime import ModuleRuntime, ServerRuntime
 from weft_megamcp.sanitize import Sanitizer
+from weft_megamcp.screening import ScreeningSettings
 from weft_megamcp.session_sqlite import apply_to_sessions_under
 from weft_megamcp.stdio_runtime import CommandRuntime
 
@@ -57,6 +61,9 @@ class GroupCore:
         call_timeout_s: float = 60.0,
         sanitizer: Sanitizer | None = None,
         diff_max_rows: int = 200,
+        max_result_chars: int = 4 * 1024 * 1024,
+        group_max_calls: int = 8,
+        tool_threads: int = 256,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.groups_dir = self.data_dir / "groups"
@@ -68,6 +75,16 @@ class GroupCore:
         self.token_ttl_s = token_ttl_s
         self.call_timeout_s = call_timeout_s
         self.diff_max_rows = diff_max_rows
+        # Per-call resource limits (see MegaMCPSettings for what each bounds).
+        self.max_result_chars = max_result_chars
+        self.group_max_calls = group_max_calls
+        self.tool_threads = tool_threads
+        self.watchdog = LOOP_WATCHDOG
+        self.screening = ScreeningSettings()  # per-process session caps of screened modules
+        # Held by running calls only; an idle group's semaphore goes with its last call.
+        self._call_slots: weakref.WeakValueDictionary[str, asyncio.Semaphore] = (
+            weakref.WeakValueDictionary()
+        )
         self.sanitizer = sanitizer or Sanitizer()
         self.sanitizer.add_secret(str(self.data_dir))
         self.modules = ModuleRuntime(registry)

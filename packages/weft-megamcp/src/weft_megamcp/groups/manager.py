@@ -31,8 +31,10 @@ from weft_megamcp.groups.calls import ToolCalls
 from weft_megamcp.groups.core import _new_id, log
 from weft_megamcp.groups.lifecycle import GroupLifecycle
 from weft_megamcp.groups.snapshots import GroupSnapshots
+from weft_megamcp.health import cap_reached
 from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupStatus, VerificationResult
-from weft_megamcp.registry import MCPKind
+from weft_megamcp.registry import MCPKind, MCPRecord
+from weft_megamcp.screening import session_cap
 from weft_megamcp.seeding import seed_workspace
 from weft_megamcp.verifier import run_verifier
 
@@ -62,6 +64,7 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
             uri = snapshot_uri or record.seed_snapshot_uri
             src, sha = self.registry.snapshot_file(uri) if uri else (None, None)
             plans.append((record, uri, src, sha))
+        self._check_caps([p[0] for p in plans])
         group_id = _new_id("grp")
         root = self.groups_dir / group_id
         root.mkdir(parents=True)
@@ -109,6 +112,30 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
             task_id=request.task_id,
             sessions={m: self._session_info(s, tokens[m]) for m, s in sessions.items()},
         )
+
+    def _check_caps(self, records: list[MCPRecord]) -> None:
+        """Refuse a group that would put an MCP past its screened per-process cap (the master
+        checks the same caps across workers before it forwards a creation here)."""
+        wanted: dict[str, int] = {}
+        for rec in records:
+            if rec.kind != MCPKind.COMMAND:
+                key = f"{rec.mcp_id}@{rec.version}"
+                wanted[key] = wanted.get(key, 0) + 1
+        for key, n in wanted.items():
+            mcp_id, _, version = key.rpartition("@")
+            rec = next(r for r in records if r.mcp_id == mcp_id and r.version == int(version))
+            cap = session_cap(rec.metadata.get("screen") or {}, self.screening)
+            if cap is None:
+                continue
+            serving = sum(
+                1
+                for g in self.groups.values()
+                if g.status != GroupStatus.CLOSED
+                for s in g.sessions.values()
+                if not s.dedicated and s.mcp_id == mcp_id and s.version == rec.version
+            )
+            if serving + n > cap:
+                raise cap_reached(key, cap, 1)
 
     def adopt(self, group_id: str) -> HostedGroup:
         """Load a group persisted on local disk (after a worker restart); its tokens keep working."""

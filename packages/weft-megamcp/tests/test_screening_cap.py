@@ -1,0 +1,51 @@
+"""The screened per-process session cap is one setting (WEFT_MEGAMCP_SCREEN_LIMITED_CAP) with
+one behaviour: in one process and with prefork workers, the group past it gets the same 503
+and one line naming the cap, and a closed group frees its place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from weft_megamcp.client import MegaMCPClient
+from weft_megamcp.host import MegaMCPHost
+from weft_megamcp.settings import MegaMCPSettings
+
+pytestmark = pytest.mark.integration
+
+LIMITED = Path(__file__).parent / "data" / "limited_cache.py"
+
+
+async def _fill(url: str, token: str, per_process: int, processes: int) -> None:
+    async with MegaMCPClient(url, token) as client:
+        rec = await client.register(LIMITED)
+        assert rec.metadata["screen"]["load_class"] == "limited"
+        groups = [await client.create_group([rec.mcp_id]) for _ in range(per_process * processes)]
+        async with httpx.AsyncClient(headers={"authorization": f"Bearer {token}"}) as http:
+            resp = await http.post(f"{url}/admin/groups", json={"mcps": {rec.mcp_id: None}})
+        assert resp.status_code == 503, resp.text
+        detail = resp.json()["detail"]
+        assert "\n" not in detail
+        assert f"allows {per_process} per process" in detail
+        assert "WEFT_MEGAMCP_SCREEN_LIMITED_CAP" in detail
+        assert f"all {processes} serving process(es) are full" in detail
+        await client.close(groups[0])
+        again = await client.create_group([rec.mcp_id])  # a closed group's place is free
+        assert (await client.call_tool(again, rec.mcp_id, "warm", {"key": "k"})).text == "k"
+
+
+async def test_cap_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEFT_MEGAMCP_SCREEN_LIMITED_CAP", "2")
+    settings = MegaMCPSettings(data_dir=tmp_path / "m", admin_token="admin-secret-token")
+    async with MegaMCPHost.running(settings) as host:
+        await _fill(host.url, host.admin_token, per_process=2, processes=1)
+
+
+@pytest.mark.slow
+async def test_cap_with_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEFT_MEGAMCP_SCREEN_LIMITED_CAP", "2")
+    settings = MegaMCPSettings(data_dir=tmp_path / "m", admin_token="admin-secret-token", workers=2)
+    async with MegaMCPHost.running(settings) as host:
+        await _fill(host.url, host.admin_token, per_process=2, processes=2)
