@@ -4,12 +4,14 @@ and one line naming the cap, and a closed group frees its place."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
 import pytest
 
 from weft_megamcp.client import MegaMCPClient
+from weft_megamcp.exceptions import MegaMCPRuntimeError
 from weft_megamcp.host import MegaMCPHost
 from weft_megamcp.settings import MegaMCPSettings
 
@@ -49,3 +51,23 @@ async def test_cap_with_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     settings = MegaMCPSettings(data_dir=tmp_path / "m", admin_token="admin-secret-token", workers=2)
     async with MegaMCPHost.running(settings) as host:
         await _fill(host.url, host.admin_token, per_process=2, processes=2)
+
+
+async def test_the_client_waits_for_a_place_then_gives_up_when_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEFT_MEGAMCP_SCREEN_LIMITED_CAP", "1")
+    settings = MegaMCPSettings(data_dir=tmp_path / "m", admin_token="admin-secret-token")
+    async with MegaMCPHost.running(settings) as host:
+        async with MegaMCPClient(host.url, host.admin_token, placement_wait_s=120) as client:
+            rec = await client.register(LIMITED)
+            first = await client.create_group([rec.mcp_id])
+            waiting = asyncio.create_task(client.create_group([rec.mcp_id]))
+            await asyncio.sleep(0.5)
+            assert not waiting.done()  # the cap of 1 is taken: the creation waits, not fails
+            await client.close(first)
+            second = await waiting  # the closed group's place went to the waiting creation
+            assert (await client.call_tool(second, rec.mcp_id, "warm", {"key": "k"})).text == "k"
+        async with MegaMCPClient(host.url, host.admin_token, placement_wait_s=0) as impatient:
+            with pytest.raises(MegaMCPRuntimeError, match="no room for another session"):
+                await impatient.create_group([rec.mcp_id])

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import ssl
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,31 @@ def _gid(group: GroupRef) -> str:
     return group.group_id if isinstance(group, GroupHandle) else group
 
 
+def _no_placement(resp: httpx.Response) -> bool:
+    if resp.status_code != 503:
+        return False
+    try:
+        return bool(resp.json().get("error") == "NoPlacementError")
+    except ValueError:
+        return False
+
+
 class MegaMCPClient:
     """Talks to one MegaMCP host. Admin calls use the admin token; tool calls use session tokens."""
 
-    def __init__(self, url: str, admin_token: str, *, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        admin_token: str,
+        *,
+        timeout_s: float = 120.0,
+        placement_wait_s: float = 300.0,
+    ) -> None:
+        """`placement_wait_s`: how long a group creation waits, retrying, while the host answers
+        503 `NoPlacementError` (every serving process is at a screened per-MCP cap); rollouts
+        close groups all the time, so a place usually frees up. 0 fails at once."""
         self.url = url.rstrip("/")
+        self.placement_wait_s = placement_wait_s
         self._http = httpx.AsyncClient(
             base_url=self.url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=timeout_s
         )
@@ -87,12 +108,20 @@ class MegaMCPClient:
                 await client.__aexit__(None, None, None)  # type: ignore[no-untyped-call]
 
     async def _req(self, method: str, path: str, json: Any = None) -> Any:
-        try:
-            resp = await self._http.request(method, path, json=json)
-        except httpx.HTTPError as exc:
-            raise MegaMCPRuntimeError(
-                f"MegaMCP at {self.url} unreachable: {type(exc).__name__}: {exc}"
-            ) from None
+        deadline = time.monotonic() + self.placement_wait_s
+        pause = 0.1
+        while True:
+            try:
+                resp = await self._http.request(method, path, json=json)
+            except httpx.HTTPError as exc:
+                raise MegaMCPRuntimeError(
+                    f"MegaMCP at {self.url} unreachable: {type(exc).__name__}: {exc}"
+                ) from None
+            # A refused placement created nothing, so asking again is safe.
+            if not (_no_placement(resp) and time.monotonic() + pause < deadline):
+                break
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
         if resp.status_code >= 400:
             try:
                 detail = resp.json().get("detail", resp.text)
