@@ -55,7 +55,7 @@ async def test_batch_stops_at_the_first_failure_and_ledgers_what_ran(
     client: MegaMCPClient, notes: MCPRecord
 ) -> None:
     m = notes.mcp_id
-    group = await client.create_group([m], verifier=Verifier.final([]))
+    group = await client.create_group([m])
     out = await client.batch(
         group,
         [
