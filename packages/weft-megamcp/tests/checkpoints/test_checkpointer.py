@@ -169,9 +169,12 @@ async def test_min_interval_spaces_checkpoints_and_bounds_the_window(
     )
     loop = asyncio.get_running_loop()
     _insert(db, "a")
+    # The first checkpoint starts after this instant, and the second at least min_interval_s
+    # after the first; `first` taken after wait_durable(1) returned would depend on how soon a
+    # loaded machine resumes this task.
+    first = loop.time()
     ckpt.notify_mutation(1)
     await ckpt.wait_durable(1, timeout=30)
-    first = loop.time()
     _insert(db, "b")
     ckpt.notify_mutation(2)
     await asyncio.sleep(0.1)

@@ -192,8 +192,16 @@ class CheckpointStore:
         # Stores whose "create" is only check-then-write: the read-back says who won. s3fs
         # answers a read from a parent listing it cached before this object existed (another
         # thread listed the leases meanwhile): "not found" for what was just written.
-        self.fs.invalidate_cache(path)
-        return bool(self.fs.cat_file(path) == data)
+        # Another thread can list the parent again between the invalidation and the read, so a
+        # "not found" for the object just written is asked again with a fresh listing.
+        for attempt in range(5):
+            self.fs.invalidate_cache(path)
+            try:
+                return bool(self.fs.cat_file(path) == data)
+            except FileNotFoundError:
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
 
     def _read_json(self, path: str) -> dict[str, Any] | None:
         try:
