@@ -57,32 +57,8 @@ from weft_megamcp.settings import MegaMCPSettings
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "packages" / "weft-megamcp" / "tests" / "data" / "notes_bundle"
 
-FILE_SERVER = """\
-import base64, os
-from pathlib import Path
-from fastmcp import FastMCP
-
-mcp = FastMCP("file_server")
-
-
-@mcp.tool
-def ls(path: str) -> list[str]:
-    return sorted(os.listdir(path))
-
-
-@mcp.tool
-def read(path: str) -> str:
-    return base64.b64encode(Path(path).read_bytes()).decode()
-
-
-@mcp.tool
-def env() -> dict[str, str]:
-    return dict(os.environ)
-
-
-if __name__ == "__main__":
-    mcp.run(transport="stdio", show_banner=False)
-"""
+# The issue's hostile stdio MCP (`ls` / `read` / `env` / `write` of anything), shared with the tests.
+FILE_SERVER = (BUNDLE.parent / "file_server.py").read_text(encoding="utf-8")
 
 
 def _seen(res: CallResult) -> bytes:
