@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -59,10 +60,28 @@ async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
         return
     settings = MegaMCPSettings(data_dir=config.out_dir / "megamcp", log_level="warning")
     async with (
+        _rollout_sized_screen_cap(config.rollouts.concurrency),
         MegaMCPHost.running(settings) as host,
         MegaMCPClient(host.url, host.admin_token) as client,
     ):
         yield client
+
+
+@asynccontextmanager
+async def _rollout_sized_screen_cap(concurrency: int) -> AsyncIterator[None]:
+    """An agentic rollout holds its group and a replay group at once, so with N rollouts at a
+    time a screened per-process cap below 2N leaves every rollout holding one group and waiting
+    for another. The embedded host serves only this run: its cap is sized to it, unless the user
+    set one. The host reads the cap when it starts; the variable is removed when the run ends."""
+    key = "WEFT_MEGAMCP_SCREEN_LIMITED_CAP"
+    if key in os.environ:
+        yield
+        return
+    os.environ[key] = str(max(4, 2 * concurrency))
+    try:
+        yield
+    finally:
+        os.environ.pop(key, None)
 
 
 # ----------------------------------------------------------------------------- stage 1
