@@ -1,7 +1,7 @@
 """A small CRM MCP server that reads its DB from the session binding on every call."""
 
+import asyncio
 import sqlite3
-import time
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -21,10 +21,12 @@ def create_server() -> FastMCP:
     mcp = FastMCP("crm")
 
     @mcp.tool
-    def get_customer_by_email(email: str) -> dict:
+    async def get_customer_by_email(email: str) -> dict:
         """Find a customer by email address; returns id, name, email and tier."""
         if email == "slow@example.com":  # lets tests provoke a host-side timeout
-            time.sleep(3)
+            # Awaiting, so MegaMCP cancels it at the deadline and ledgers the timeout then (a
+            # sync tool's thread cannot be stopped: it is ledgered only when it returns).
+            await asyncio.sleep(3)
         with _db() as conn:
             row = conn.execute("SELECT * FROM customer WHERE email = ?", (email,)).fetchone()
         if row is None:
