@@ -210,18 +210,11 @@ async def _revalidate_flagged(
                     f"{mcp}.{t.tool}: {t.errors}/{t.calls} errors{crashed}; revalidation FAILED: {detail}"
                 )
                 atts.append(
-                    Attribution(
-                        unit_id=f"ops:{mcp}:{t.tool}",
-                        task_id="",
-                        node_id="",
-                        trace_id="",
-                        view="",
-                        harness="",
-                        unit_kind="operational",
-                        component=Component.ENVIRONMENT,
-                        rule="operational_revalidation_failed",
-                        target=Target(mcp=mcp, tool=t.tool, fix=Fix.REVISE_ROUTE),
-                        evidence=[
+                    _operational(
+                        mcp,
+                        t.tool,
+                        "operational_revalidation_failed",
+                        [
                             EvidenceItem(
                                 source="megamcp_stats",
                                 detail=f"{t.errors}/{t.calls} calls failed, {t.crashes} "
@@ -344,7 +337,8 @@ async def run_round(
     return record, graphs
 
 
-def _found_failing(mcp: str, tool: str, rev: Revision) -> Attribution:
+def _operational(mcp: str, tool: str, rule: str, evidence: list[EvidenceItem]) -> Attribution:
+    """An environment attribution from operational evidence (no task, trace or view)."""
     return Attribution(
         unit_id=f"ops:{mcp}:{tool}",
         task_id="",
@@ -354,9 +348,18 @@ def _found_failing(mcp: str, tool: str, rev: Revision) -> Attribution:
         harness="",
         unit_kind="operational",
         component=Component.ENVIRONMENT,
-        rule="revalidation_found_failing",
+        rule=rule,
         target=Target(mcp=mcp, tool=tool, fix=Fix.REVISE_ROUTE),
-        evidence=[
+        evidence=evidence,
+    )
+
+
+def _found_failing(mcp: str, tool: str, rev: Revision) -> Attribution:
+    return _operational(
+        mcp,
+        tool,
+        "revalidation_found_failing",
+        [
             EvidenceItem(
                 source="construction_checks",
                 detail=f"{tool}'s unchanged route failed the revalidation of {rev.target_key}",
