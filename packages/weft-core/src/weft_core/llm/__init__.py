@@ -5,7 +5,7 @@ None means "no model": every LLM agent node then runs its programmatic strategy.
 
 from weft_core.llm._config import ModelConfig, parse_model_spec
 from weft_core.llm._factory import make_chat_model, make_chat_model_from_env
-from weft_core.llm._names import PROGRAMMATIC, model_display_name
+from weft_core.llm._names import PROGRAMMATIC, TITO_KEY, model_display_name
 from weft_core.llm._recording import (
     RecordingChatModel,
     RecordingError,
@@ -16,9 +16,6 @@ from weft_core.llm._recording import (
 from weft_core.llm._reply import reply_payload, reply_text
 from weft_core.llm._settings import ModelSettings, WeftLLMSettings
 from weft_core.llm._structured import ask_structured
-
-TITO_KEY = "weft_tito"
-"""`AIMessage.response_metadata[TITO_KEY]`: the token-exact record of a `vllm:` model's reply."""
 
 __all__ = [
     "PROGRAMMATIC",

@@ -7,6 +7,9 @@ from langchain_core.language_models import BaseChatModel
 PROGRAMMATIC = "programmatic"
 """The name recorded when no model ran: the node used its programmatic strategy."""
 
+TITO_KEY = "weft_tito"
+"""`AIMessage.response_metadata[TITO_KEY]`: the token-exact record of a `vllm:` model's reply."""
+
 
 def model_display_name(llm: BaseChatModel | None) -> str:
     """The model's own name (`model_name` or `model`, as LangChain integrations spell it), else its

@@ -15,7 +15,7 @@ import openai
 from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
 
-from weft_core.llm import TITO_KEY
+from weft_core.llm._names import TITO_KEY
 
 
 class TokenCapturingChatOpenAI(ChatOpenAI):
