@@ -487,3 +487,33 @@ async def test_a_one_node_agentic_task_needs_no_replay_group(megamcp):
     assert created == ["one"]
     assert [s.node_id for s in trace.segments] == ["n1"] and trace.segments[0].outcome.passed
     assert trace.segments[0].ledger_seqs == {"crm": [0]}
+
+
+async def test_an_agentic_rollout_closes_its_group_before_the_replay_group_opens(megamcp):
+    # Holding the episode's group while waiting for a replay group let rollouts under a
+    # per-process cap each hold one group and wait for another (hold-and-wait).
+    client, graph = megamcp
+    open_now: set[str] = set()
+    most_open = []
+
+    class Tracking:
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        async def create_group(self, **kwargs):
+            handle = await client.create_group(**kwargs)
+            open_now.add(handle.group_id)
+            most_open.append(len(open_now))
+            return handle
+
+        async def close(self, group):
+            open_now.discard(getattr(group, "group_id", group))
+            return await client.close(group)
+
+    trace = await run_rollout(
+        _plan(graph, "agentic", "full"), Tracking(), ReferenceChainTeacher(), settings=QUIET
+    )
+    assert trace.error is None, trace.error
+    assert len(most_open) == 2  # the episode's group, then the replay's
+    assert max(most_open) == 1 and not open_now
+    assert all(s.outcome.passed for s in trace.segments)

@@ -69,15 +69,16 @@ async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
 
 @asynccontextmanager
 async def _rollout_sized_screen_cap(concurrency: int) -> AsyncIterator[None]:
-    """An agentic rollout holds its group and a replay group at once, so with N rollouts at a
-    time a screened per-process cap below 2N leaves every rollout holding one group and waiting
-    for another. The embedded host serves only this run: its cap is sized to it, unless the user
-    set one. The host reads the cap when it starts; the variable is removed when the run ends."""
+    """A rollout holds one session group at a time (its episode's, then its replay's), so N
+    rollouts at a time need N places; a screened per-process cap below that makes the extra
+    rollouts queue for a place. The embedded host serves only this run: its cap is sized to it,
+    unless the user set one. The host reads the cap when it starts; the variable is removed when
+    the run ends."""
     key = "WEFT_MEGAMCP_SCREEN_LIMITED_CAP"
     if key in os.environ:
         yield
         return
-    os.environ[key] = str(max(4, 2 * concurrency))
+    os.environ[key] = str(max(4, concurrency))
     try:
         yield
     finally:

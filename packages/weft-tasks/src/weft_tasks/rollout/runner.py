@@ -160,12 +160,9 @@ async def _attempt(
                     f"{e.mcp}#{e.seq} {e.error_kind}" for e in infrastructure_entries(entries)
                 )
             )
-        if sim is None and len(order) > 1:
-            turns = await _agentic_turns(
-                service, graph, order, entries, run.messages, snapshots, problems
-            )
+        agentic_replay = sim is None and len(order) > 1
         reached = {n for t in turns for n in t.outcomes}
-        for node_id in [n for n in order if n not in reached]:
+        for node_id in [n for n in order if n not in reached and not agentic_replay]:
             # SimUser nodes the harness never reached, and a one-node agentic task, are
             # verified on the state the episode left behind.
             verified = await service.checkpoint_verify(handle, node_id)
@@ -189,6 +186,13 @@ async def _attempt(
     finally:
         with contextlib.suppress(Exception):
             await service.close(handle)
+    if agentic_replay:
+        # After the episode's group is closed, so a rollout never holds two groups: under a
+        # per-process cap, rollouts each holding one group while waiting for a replay group
+        # could starve one another until the placement wait ran out.
+        turns = await _agentic_turns(
+            service, graph, order, entries, run.messages, snapshots, problems
+        )
 
     problems += [
         TraceFailure(kind=FailureKind.LEDGER, where="ledger", message=p) for p in ledger_problems
