@@ -51,9 +51,14 @@ def split_tool_name(name: str, mcps: list[str]) -> tuple[str, str] | None:
 
 
 def openai_tool(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """An MCP tool as an OpenAI function. The schema's `type` comes first whatever runtime served
+    it (an in-process server and a registry record order it differently), so the tool block a
+    policy sees, and the trace, are the same bytes wherever the session was placed."""
+    parameters = {"type": schema.get("type", "object")}
+    parameters.update((k, v) for k, v in schema.items() if k != "type")
     return {
         "type": "function",
-        "function": {"name": name, "description": description, "parameters": schema},
+        "function": {"name": name, "description": description, "parameters": parameters},
     }
 
 
