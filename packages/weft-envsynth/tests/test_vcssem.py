@@ -186,7 +186,9 @@ def vcs_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 Step = tuple[str, dict[str, Any]] | Callable[[Path], None]
 
 
-def _run(bundle: Path, tmp: Path, steps: list[Step]) -> tuple[list[tuple[bool, Any]], Path]:
+def _run(
+    bundle: Path, tmp: Path, steps: list[Step], document: dict[str, Any] | None = None
+) -> tuple[list[tuple[bool, Any]], Path]:
     from fastmcp import Client
 
     from weft_core.binding import SessionBinding, bind_session, release_session
@@ -196,6 +198,11 @@ def _run(bundle: Path, tmp: Path, steps: list[Step]) -> tuple[list[tuple[bool, A
     ws.mkdir(exist_ok=True)
     (ws / "README.md").write_text("# repo\n")
     shutil.copyfile(bundle / "seed.sqlite", db)
+    if document is not None:
+        from weft_envsynth import import_state
+
+        report = import_state(bundle, document, db_path=db, workspace=ws)
+        assert sorted(report.not_imported) == sorted(document.get("expect_not_imported", []))
     mod = import_bundle(bundle)
     out: list[tuple[bool, Any]] = []
 
@@ -304,3 +311,38 @@ def test_checkout_moves_the_working_tree(vcs_bundle: Path, tmp_path: Path) -> No
     assert got[7][1]["names"] == ["feature"]
     ws = tmp_path / "ws"
     assert (ws / "seen.txt").read_text() == "# repo\n"  # master's README after the checkout
+
+
+def test_imported_state_says_how_its_files_are_checked_in(vcs_bundle: Path, tmp_path: Path) -> None:
+    doc: dict[str, Any] = {
+        "files": {"src/app.py": "print('hi')\n"},
+        "repository": {
+            "branch": "main", "message": "init", "author": "Ann", "email": "ann@example.org",
+            "date": "2024-01-15T10:00:00+00:00", "signed": "yes",
+        },
+    }  # fmt: skip
+    doc["expect_not_imported"] = [
+        "expect_not_imported: no entity or workspace tree matches this key",
+        "repository.signed: not one of ['author', 'branch', 'date', 'email', 'message']",
+    ]
+    got, _ = _run(
+        vcs_bundle,
+        tmp_path,
+        [
+            ("repo_status", {}),
+            ("log", {}),
+            ("log", {"start_timestamp": "2025-01-01"}),
+            ("log", {"start_timestamp": "2 weeks ago"}),
+            ("show", {"revision": "HEAD:src"}),
+            ("show", {"revision": "HEAD:src/none.py"}),
+        ],
+        doc,
+    )
+    assert [e for e, _ in got] == [False, False, False, False, False, True]
+    assert got[0][1]["status"] == "On branch main\nnothing to commit, working tree clean"
+    (first,) = got[1][1]["commits"]
+    assert (first["message"], first["author"], first["date"]) == (
+        "init", "Ann", "2024-01-15 10:00:00+00:00",
+    )  # fmt: skip
+    assert got[2][1]["commits"] == [] and got[3][1]["commits"] == []
+    assert got[4][1]["entries"] == "app.py"

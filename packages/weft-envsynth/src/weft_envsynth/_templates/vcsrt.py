@@ -56,12 +56,25 @@ class Repo:
     # -- storage
 
     def _init(self) -> None:
-        tree = self.worktree()
+        """Start the repository; an imported state's `repository` object (weft_vcs_baseline)
+        names the branch and the commit its files are checked in as."""
+        try:
+            row = self.conn.execute(
+                "SELECT branch, message, author, email, date FROM weft_vcs_baseline"
+            ).fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        branch, message, author, email, date = row or (None,) * 5
         self.conn.execute("INSERT INTO weft_vcs_head (id, ref, sha) VALUES (1, ?, NULL)",
-                          (DEFAULT_BRANCH,))  # fmt: skip
+                          (branch or DEFAULT_BRANCH,))  # fmt: skip
+        tree = self.worktree()
         if tree:
             self._set_index(tree)
-            self.commit(BASELINE_MESSAGE)
+            self.commit(
+                message or BASELINE_MESSAGE,
+                author=(author or AUTHOR[0], email or AUTHOR[1]),
+                at=date,
+            )
 
     def put(self, content: str) -> str:
         h = hashlib.sha1(f"blob {len(content.encode())}\0{content}".encode()).hexdigest()
@@ -159,16 +172,17 @@ class Repo:
 
     # -- changes
 
-    def commit(self, message: str) -> str:
+    def commit(self, message: str, author: tuple[str, str] = AUTHOR, at: str | None = None) -> str:
         branch, parent = self.head()
         tree = self.index()
         seq = self.conn.execute("SELECT COUNT(*) FROM weft_vcs_commit").fetchone()[0]
-        at = _now()
+        when = _date(at) if at else None
+        at = when.replace(microsecond=0).isoformat(sep=" ") if when else _now()
         body = json.dumps([parent, sorted(tree.items()), message, at, seq])
         sha = hashlib.sha1(body.encode()).hexdigest()
         self.conn.execute(
             "INSERT INTO weft_vcs_commit VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (sha, parent, message, AUTHOR[0], AUTHOR[1], at, json.dumps(tree, sort_keys=True), seq),
+            (sha, parent, message, author[0], author[1], at, json.dumps(tree, sort_keys=True), seq),
         )
         if branch is not None:
             self.conn.execute("INSERT OR REPLACE INTO weft_vcs_ref VALUES (?, ?)", (branch, sha))
@@ -415,8 +429,8 @@ def _log(repo: Repo, head: str | None, a: dict[str, Any]) -> dict[str, Any]:
     since, until = _date(a.get("since")), _date(a.get("until"))
     out = []
     for c in repo.history(head):
-        at = dt.datetime.fromisoformat(c["date"])
-        if (since and at < since) or (until and at > until):
+        at = _date(c["date"])
+        if at is None or (since and at < since) or (until and at > until):
             continue
         out.append(c)
     if isinstance(limit, int) and limit >= 0:
