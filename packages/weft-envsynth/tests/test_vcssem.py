@@ -329,6 +329,7 @@ def test_imported_state_says_how_its_files_are_checked_in(vcs_bundle: Path, tmp_
         vcs_bundle,
         tmp_path,
         [
+            lambda ws: (ws / "late.txt").write_text("edited after the import\n"),
             ("repo_status", {}),
             ("log", {}),
             ("log", {"start_timestamp": "2025-01-01"}),
@@ -339,7 +340,9 @@ def test_imported_state_says_how_its_files_are_checked_in(vcs_bundle: Path, tmp_
         doc,
     )
     assert [e for e, _ in got] == [False, False, False, False, False, True]
-    assert got[0][1]["status"] == "On branch main\nnothing to commit, working tree clean"
+    # The files checked in are those imported; one written before the first call is new.
+    assert got[0][1]["status"].startswith("On branch main\nUntracked files:\n\tlate.txt")
+    assert got[0][1]["untracked"] == ["late.txt"] and got[0][1]["unstaged"] == []
     (first,) = got[1][1]["commits"]
     assert (first["message"], first["author"], first["date"]) == (
         "init", "Ann", "2024-01-15 10:00:00+00:00",

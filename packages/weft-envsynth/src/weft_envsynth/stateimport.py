@@ -70,6 +70,7 @@ class _Importer:
         self.conn = conn
         self.ws = ws
         self.report = StateImportReport()
+        self._baseline = False  # a `repository` object was imported
         self.by_norm: dict[str, Entity] = {}
         for e in model.entities:
             self.by_norm.setdefault(_norm(e.name), e)
@@ -240,8 +241,9 @@ class _Importer:
             self.report.not_imported.append(f"{where}.{k}: must be a non-empty string")
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS weft_vcs_baseline (id INTEGER PRIMARY KEY CHECK (id = 1), "
-            "branch TEXT, message TEXT, author TEXT, email TEXT, date TEXT)"
+            "branch TEXT, message TEXT, author TEXT, email TEXT, date TEXT, tree TEXT)"
         )
+        self._baseline = True
         cols = ["id", *sorted(row)]
         self.conn.execute(
             f"INSERT OR REPLACE INTO weft_vcs_baseline ({', '.join(cols)}) "
@@ -282,6 +284,15 @@ class _Importer:
                 )
                 continue
             self.records(entity, value, where, {})
+        if self._baseline:
+            # The files checked in are the workspace as imported, whatever is edited before the
+            # repository's first use.
+            tree = {
+                p.relative_to(self.ws).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+                for p in sorted(self.ws.rglob("*"))
+                if p.is_file() and ".git" not in p.relative_to(self.ws).parts
+            }
+            self.conn.execute("UPDATE weft_vcs_baseline SET tree = ?", (json.dumps(tree),))
         return self.report
 
 

@@ -60,14 +60,17 @@ class Repo:
         names the branch and the commit its files are checked in as."""
         try:
             row = self.conn.execute(
-                "SELECT branch, message, author, email, date FROM weft_vcs_baseline"
+                "SELECT branch, message, author, email, date, tree FROM weft_vcs_baseline"
             ).fetchone()
         except sqlite3.OperationalError:
             row = None
-        branch, message, author, email, date = row or (None,) * 5
+        branch, message, author, email, date, files = row or (None,) * 6
         self.conn.execute("INSERT INTO weft_vcs_head (id, ref, sha) VALUES (1, ?, NULL)",
                           (branch or DEFAULT_BRANCH,))  # fmt: skip
-        tree = self.worktree()
+        if files:
+            tree = {str(p): self.put(str(c)) for p, c in json.loads(files).items()}
+        else:
+            tree = self.worktree()
         if tree:
             self._set_index(tree)
             self.commit(
