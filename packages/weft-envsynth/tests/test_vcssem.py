@@ -4,8 +4,10 @@ whose working tree, index, commits and branches behave like a repository's."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import shutil
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -268,6 +270,14 @@ def test_working_tree_index_and_history(vcs_bundle: Path, tmp_path: Path) -> Non
     assert status["untracked"] == ["notes.txt"]
     assert status["unstaged"] == [{"change": "modified", "path": "README.md"}]
     assert "+first" in got[4][1]["diff"] and "+more" in got[5][1]["diff"]
+    # Blob ids in the common object format: the same id git gives the same content.
+    blob = hashlib.sha1(b"blob 6\0first\n").hexdigest()
+    if shutil.which("git"):
+        out = subprocess.run(
+            ["git", "hash-object", "--stdin"], input=b"first\n", capture_output=True, check=True
+        )
+        assert out.stdout.decode().strip() == blob
+    assert f"new file mode 100644\nindex 0000000..{blob[:7]}\n" in got[4][1]["diff"]
     log = got[9][1]["commits"]
     assert [c["message"] for c in log] == ["add notes", "Initial commit"]
     assert got[13][1]["status"].startswith("On branch feature")

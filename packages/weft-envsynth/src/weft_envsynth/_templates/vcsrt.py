@@ -260,7 +260,15 @@ def _rel_path(root: Path, name: Any) -> str:
 
 
 def _unified(a: str, b: str, path: str, context: int, old: str | None, new: str | None) -> str:
+    # Blob ids are content hashes in the common object format, so the index line names the
+    # same objects any other repository holding these contents would.
+    zero = "0" * 7
     head = [f"diff --git a/{path} b/{path}\n"]
+    if old is None or new is None:
+        head.append(f"{'new' if old is None else 'deleted'} file mode 100644\n")
+        head.append(f"index {(old or zero)[:7]}..{(new or zero)[:7]}\n")
+    else:
+        head.append(f"index {old[:7]}..{new[:7]} 100644\n")
     lines = difflib.unified_diff(
         a.splitlines(keepends=True), b.splitlines(keepends=True),
         "/dev/null" if old is None else f"a/{path}", "/dev/null" if new is None else f"b/{path}",
