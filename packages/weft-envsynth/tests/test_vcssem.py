@@ -151,6 +151,35 @@ def test_hostile_and_non_vcs_definitions() -> None:
         ],
     )
     assert vcs_tool_set(shop) == {}
+    # A code-hosting API names a hosted repository (owner + repo), not a working tree.
+    hosted = MCPSpec(
+        name="hosting",
+        tools=[
+            ToolSpec(
+                name=n,
+                description=d,
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "owner": S,
+                        "repo": {"type": "string", "description": "Repository name"},
+                        **p,
+                    },
+                    "required": ["owner", "repo", *p],
+                },
+            )
+            for n, d, p in (
+                (
+                    "create_commit",
+                    "Create a commit on a branch",
+                    {"message": S, "files": {"type": "array"}},
+                ),
+                ("get_status", "Get the combined status of a commit", {"ref": S}),
+                ("list_commits", "Get the commit history of a branch", {"sha": S}),
+            )
+        ],
+    )
+    assert vcs_tool_set(hosted) == {}
     # A 'commit' the server annotates read-only changes nothing: not a write.
     ro_commit = _tool("commit", "Records changes", {"message": S}, ["repo_path", "message"], RO)
     assert vcs_semantics(ro_commit) is None

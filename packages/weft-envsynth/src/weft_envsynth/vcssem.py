@@ -88,7 +88,13 @@ def _role(tool: ToolSpec, arg: str) -> VcsRole | None:
         return None
     if t not in {None, "string"}:
         return None
-    if words & _REPO_WORDS or re.search(r"\bpath to the \w* ?repositor", desc):
+    # A local repository is a folder: `repo_path`, or a repository described as a path. A hosted
+    # repository's name (`owner` + `repo` of a code-hosting API) is no working tree.
+    if (
+        words & _REPO_WORDS and words & {"path", "dir", "directory", "folder", "root"}
+    ) or re.search(
+        r"\bpath (to|of) the \w* ?repositor|\brepositor(y|ies) (path|folder|directory)\b", desc
+    ):
         return "repo"
     if words & {"message", "msg"}:
         return "message"
