@@ -12,9 +12,13 @@ what the schema and description say they are (a path under the folder the server
 SQL statement of the kind the description names, a name); values flow from earlier calls and
 from the real server's earlier results. Each sequence runs first on the real server, then on
 the synthesized one, from equivalent initial states in the same folder (so absolute paths are
-the same): an empty folder / an empty graph / a git repository with one commit (its files
-imported through `weft_envsynth.import_state`) / an empty SQLite DB (the bundle's seed rows are
-removed: "empty" on both sides).
+the same): an empty folder / an empty graph / a git repository with one commit (its files,
+branch, message, author and date imported through `weft_envsynth.import_state`) / an empty
+SQLite DB (the bundle's seed rows are removed: "empty" on both sides).
+
+A server given a folder with content whose tools cannot change files (version control) is used
+beside an editor: a quarter of the steps write a new file or rewrite one (`user_edit`), the same
+on both sides and not scored, so staging, committing and diffs see changes.
 
 State is what the tools show: after every call each side is probed with its read-only tools
 (annotation `readOnlyHint`, or for unannotated servers a read/list/describe verb) whose required

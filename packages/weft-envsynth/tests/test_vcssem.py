@@ -186,6 +186,14 @@ def test_hostile_and_non_vcs_definitions() -> None:
     # A commit with no message argument is not a commit; without status or log no tool set.
     assert vcs_semantics(_tool("commit", "Records changes", {}, ["repo_path"], RW)) is None
     assert vcs_tool_set(MCPSpec(name="x", tools=[VCS.tools[4], VCS.tools[5]])) == {}
+    # A reset to a commit (mode, target) is no unstaging; a required argument no role takes
+    # (a stash action) leaves the tool out rather than ignore what the caller says.
+    hard = _tool(
+        "reset", "Reset repository to specified commit", {"mode": S, "to": S}, ["repo_path"]
+    )
+    assert vcs_semantics(hard) is None
+    stash = _tool("status", "Stash status", {"action": S}, ["repo_path", "action"], RO)
+    assert vcs_semantics(stash) is None
     # Fifty parameters: the roles are still the repository, the files and nothing else.
     props = {f"opt{i}": {"type": "boolean"} for i in range(48)} | {
         "files": {"type": "array", "items": S}

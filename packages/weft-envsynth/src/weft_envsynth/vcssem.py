@@ -144,7 +144,9 @@ def vcs_semantics(tool: ToolSpec) -> VcsSemantics | None:
         verb = "status"
     elif words & {"log", "history"} or re.search(r"\bcommit (logs?|history)\b", desc):
         verb = "log"
-    elif words & {"reset", "unstage"} or re.search(r"\bunstages?\b", desc):
+    elif "unstage" in words or re.search(r"\bunstages?\b|\bstaged changes\b", desc):
+        # Only a reset described as unstaging: `reset(mode, to)` moves a branch, which this
+        # model does not serve.
         verb = "reset"
     elif words & {"add", "stage"} and "files" in have:
         verb = "add"
@@ -160,6 +162,9 @@ def vcs_semantics(tool: ToolSpec) -> VcsSemantics | None:
         verb = "show"
     if verb is None:
         return None
+    unserved = [a for a in tool.required if a not in roles]
+    if unserved:
+        return None  # a required argument no role takes: the verb would ignore what it says
     if read_only and verb in {"add", "reset", "commit", "checkout", "create_branch"}:
         return None  # the server says it changes nothing: not a write, whatever its name says
     choices = {a: c for a, r in roles.items() if r == "kind" and (c := _choices(tool, a))}
