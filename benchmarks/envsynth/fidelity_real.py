@@ -12,9 +12,13 @@ what the schema and description say they are (a path under the folder the server
 SQL statement of the kind the description names, a name); values flow from earlier calls and
 from the real server's earlier results. Each sequence runs first on the real server, then on
 the synthesized one, from equivalent initial states in the same folder (so absolute paths are
-the same): an empty folder / an empty graph / a git repository with one commit (its files
-imported through `weft_envsynth.import_state`) / an empty SQLite DB (the bundle's seed rows are
-removed: "empty" on both sides).
+the same): an empty folder / an empty graph / a git repository with one commit (its files,
+branch, message, author and date imported through `weft_envsynth.import_state`) / an empty
+SQLite DB (the bundle's seed rows are removed: "empty" on both sides).
+
+A server given a folder with content whose tools cannot change files (version control) is used
+beside an editor: a quarter of the steps write a new file or rewrite one (`user_edit`), the same
+on both sides and not scored, so staging, committing and diffs see changes.
 
 State is what the tools show: after every call each side is probed with its read-only tools
 (annotation `readOnlyHint`, or for unannotated servers a read/list/describe verb) whose required
@@ -415,6 +419,45 @@ async def _observe(client: Any, probes: list[tuple[str, dict[str, Any]]]) -> str
 
 
 Step = tuple[str, dict[str, Any], bool, bool, Any]  # tool, args, error, state changed, result
+EDIT = "<edit>"  # a step that is no tool call: the user edits a file in the folder, on both sides
+
+
+def edits_files(tools: list[dict[str, Any]]) -> bool:
+    """Whether a tool can create or change files: one that is not read-only, takes a path and is
+    named or described as writing, creating, editing or moving."""
+    verbs = {"write", "create", "edit", "move", "copy", "save", "append", "mkdir", "touch"}
+    for t in tools:
+        if is_read_only(t):
+            continue
+        text = set(_words(t["name"])) | set(_words(str(t.get("description", "")).split(".")[0]))
+        props = (t.get("inputSchema") or {}).get("properties") or {}
+        pathish = any(
+            set(_words(a)) & {"path", "paths", "file", "files", "source", "destination"}
+            for a in props
+        )
+        if pathish and text & verbs and "file" in " ".join(text | set(props)):
+            return True
+    return False
+
+
+def user_edit(gen: CallGen, root: Path) -> dict[str, Any]:
+    """A file the user writes between calls: a new one, or new content for one that exists."""
+    existing = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                      if p.is_file() and ".git" not in p.relative_to(root).parts)  # fmt: skip
+    if existing and gen.rng.random() < 0.5:
+        rel = gen.rng.choice(existing)
+    else:
+        rel = f"{gen.fresh_word()}.txt"
+    path = str(root / rel)
+    if path not in gen.paths:
+        gen.paths.append(path)
+    return {"path": rel, "text": f"{gen.fresh_word()} {gen.fresh_word()}\n"}
+
+
+def apply_edit(root: Path, args: dict[str, Any]) -> None:
+    target = root / args["path"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(args["text"])
 
 
 async def run_real(
@@ -439,7 +482,17 @@ async def run_real(
     async with Client(transport, timeout=60) as client:
         # Tools that change state are drawn twice as often, so a sequence has state to read.
         weights = [1 if is_read_only(t) else 2 for t in tools]
+        # Tools that read a folder with content but cannot change its files (version control)
+        # are used beside an editor: a quarter of the steps are the user's edits, the same on
+        # both sides and not scored.
+        editor = any(ws.iterdir()) and not edits_files(tools)
         for _ in range(length):
+            if editor and gen.rng.random() < 0.25:
+                args = user_edit(gen, ws)
+                apply_edit(ws, args)
+                steps.append((EDIT, args, False, False, None))
+                probes_at.append([])
+                continue
             tool = gen.rng.choices(tools, weights)[0]
             args = gen.call(tool)
             probes = gen.probes(tools)
@@ -466,6 +519,10 @@ async def run_synth(
         with bind_session(SessionBinding(session_id=sid, db_path=db, workspace=ws)):
             async with Client(server_mod.create_server()) as client:
                 for (name, args, *_), probes in zip(steps, probes_at, strict=True):
+                    if name == EDIT:
+                        apply_edit(ws, args)
+                        out.append((name, args, False, False, None))
+                        continue
                     before = await _observe(client, probes)
                     err, data = await _call(client, name, args)
                     after = await _observe(client, probes)
@@ -492,7 +549,25 @@ def fresh_real_state(name: str, ws: Path) -> None:
             subprocess.run(cmd, cwd=ws, env=env, check=True, capture_output=True)
 
 
-def fresh_synth_state(name: str, bundle: Path, ws: Path, db: Path) -> None:
+def _real_head(ws: Path) -> dict[str, str]:
+    """The real repository's branch and commit at the start, as a state document's
+    `repository` (how the imported files are checked in)."""
+    from weft_toolspace.servers import _GIT_ENV
+
+    env = {**os.environ, **_GIT_ENV}
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ws, env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+    fields = git("show", "-s", "--format=%an%n%ae%n%aI%n%B", "HEAD").split("\n", 3)
+    return {"branch": git("rev-parse", "--abbrev-ref", "HEAD"), "author": fields[0],
+            "email": fields[1], "date": fields[2], "message": fields[3].strip()}  # fmt: skip
+
+
+def fresh_synth_state(
+    name: str, bundle: Path, ws: Path, db: Path, repository: dict[str, str] | None = None
+) -> None:
     """The bundle's schema with no rows (the real servers start empty), plus the real initial
     files imported as a state document."""
     from weft_envsynth import import_state
@@ -510,7 +585,10 @@ def fresh_synth_state(name: str, bundle: Path, ws: Path, db: Path) -> None:
     finally:
         conn.close()
     if name == "git":
-        report = import_state(bundle, {"files": {"README.md": README}}, db_path=db, workspace=ws)
+        doc: dict[str, Any] = {"files": {"README.md": README}}
+        if repository:
+            doc["repository"] = repository
+        report = import_state(bundle, doc, db_path=db, workspace=ws)
         if getattr(report, "not_imported", None):
             print(f"  git: state import left out {report.not_imported}", file=sys.stderr)
 
@@ -564,14 +642,17 @@ def run_server(name: str, sequences: int, length: int, seed: int, tmp: Path) -> 
             run_dir = tmp / f"{name}-{i}"
             ws, db = run_dir / "ws", run_dir / "state.sqlite"
             fresh_real_state(name, ws)
+            repository = _real_head(ws) if name == "git" else None
             gen = CallGen(root=str(ws), rng=random.Random(f"{seed}-{name}-{i}"))
             # The probes a step is observed with are fixed by what the real run knew then.
             real, probes_at = asyncio.run(run_real(name, tools, ws, db, gen, length))
-            fresh_synth_state(name, bundle, ws, run_dir / "synth.sqlite")
+            fresh_synth_state(name, bundle, ws, run_dir / "synth.sqlite", repository)
             synth = asyncio.run(
                 run_synth(server_mod, tools, ws, run_dir / "synth.sqlite", real, probes_at)
             )
             for r, s in zip(real, synth, strict=True):
+                if r[0] == EDIT:
+                    continue
                 one = score(r, s, str(ws))
                 tally.add(one)
                 per_tool.setdefault(r[0], Tally()).add(one)

@@ -129,3 +129,64 @@ def test_bundle_computes_and_refuses(calc_bundle: Path, tmp_path: Path) -> None:
     semantics = validation["tool_semantics"]
     assert semantics["add"]["kind"] == "compute"
     assert semantics["lookup_rate"]["kind"] == "lookup" and semantics["lookup_rate"]["why"]
+
+
+def test_a_name_word_alone_does_not_make_a_computation() -> None:
+    s = {"type": "string"}
+    # mcp-server-git's git_log: "log" in the name and one number, but the number is how many
+    # entries to show and the repository path is no operand: a read of history, not a logarithm.
+    git_log = ToolSpec(
+        name="git_log",
+        description="Shows the commit logs",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "repo_path": s,
+                "max_count": {"type": "integer", "default": 10},
+                "start_timestamp": {"anyOf": [s, {"type": "null"}]},
+            },
+            "required": ["repo_path"],
+        },
+    )
+    assert compute_semantics(git_log) is None
+    reason = lookup_reason(git_log)
+    assert "says otherwise" in reason and "repo_path" in reason
+    # Only the count as its argument: still a listing option, not an operand.
+    assert compute_semantics(tool("get_log", "Shows the log.", {"max_count": N})) is None
+    assert compute_semantics(tool("log_entries", "", {"page_size": N})) is None
+    # A logarithm by name alone, with nothing contradicting it, is still computed ...
+    assert compute_semantics(tool("log", "", {"x": N})).op == "log"  # type: ignore[union-attr]
+    assert compute_semantics(tool("abs", "Returns |x|.", {"number": N})).op == "abs"  # type: ignore[union-attr]
+    # ... and a description naming the operation outweighs an extra required argument's doubt.
+    both = tool("logarithm", "Compute the logarithm of a number.", {"value": N, "base": N})
+    assert compute_semantics(both).op == "log"  # type: ignore[union-attr]
+    # Hostile: a name-only 'add' whose second number is a page of results, and a 'log' whose
+    # required argument is a message string: neither is arithmetic.
+    assert compute_semantics(tool("add", "", {"x": N, "page": N})) is None
+    msg = tool("log", "Write a message to the log.", {"message": s, "level": N})
+    assert compute_semantics(msg) is None
+
+
+def test_git_log_is_not_computed_in_a_tool_set() -> None:
+    from weft_envsynth.analyze import analyze_programmatic
+
+    s = {"type": "string"}
+    spec = MCPSpec(
+        name="vcs",
+        tools=[
+            ToolSpec(
+                name="git_log",
+                description="Shows the commit logs",
+                input_schema={
+                    "type": "object",
+                    "properties": {"repo_path": s, "max_count": {"type": "integer"}},
+                    "required": ["repo_path"],
+                },
+                annotations={"readOnlyHint": True},
+            ),
+            tool("add", "Add two numbers.", {"a": N, "b": N}),
+        ],
+    )
+    ops = {e.tool: e.operation for e in analyze_programmatic(spec).tools}
+    assert ops["add"] == "compute"
+    assert compute_semantics(spec.tools[0]) is None

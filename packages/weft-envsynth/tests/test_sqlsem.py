@@ -98,7 +98,7 @@ def sqlite_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(
-    bundle: Path, tmp: Path, calls: list[tuple[str, dict[str, Any]]]
+    bundle: Path, tmp: Path, calls: list[tuple[str, dict[str, Any]]], setup: str | None = None
 ) -> list[tuple[bool, Any]]:
     from fastmcp import Client
 
@@ -107,6 +107,13 @@ def _run(
 
     db = tmp / "state.sqlite"
     shutil.copyfile(bundle / "seed.sqlite", db)
+    if setup:
+        conn = sqlite3.connect(db)
+        try:
+            conn.execute(setup)
+            conn.commit()
+        finally:
+            conn.close()
     mod = import_bundle(bundle)
     out: list[tuple[bool, Any]] = []
 
@@ -162,3 +169,19 @@ def test_statements_run_on_the_sessions_own_tables(sqlite_bundle: Path, tmp_path
     assert [c["name"] for c in got[6][1]["columns"]] == ["id", "name"]
     assert all(e for e, _ in got[7:12])  # refused, and nothing was deleted or dropped:
     assert got[12] == (False, {"rows": [{"n": 2}], "count": 1})
+
+
+def test_runtime_bookkeeping_tables_are_invisible(sqlite_bundle: Path, tmp_path: Path) -> None:
+    # A repository kept by the runtime (weft_vcs_*) is no table of the user's.
+    got = _run(
+        sqlite_bundle,
+        tmp_path,
+        [
+            ("read_query", {"query": "SELECT 1"}),
+            ("read_query", {"query": "SELECT * FROM weft_vcs_head"}),
+            ("list_tables", {}),
+        ],
+        setup="CREATE TABLE weft_vcs_head (id INTEGER PRIMARY KEY, ref TEXT)",
+    )
+    assert got[0][0] is False and got[1][0] is True
+    assert got[2] == (False, {"tables": []})

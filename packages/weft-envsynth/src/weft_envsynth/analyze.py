@@ -32,6 +32,7 @@ from weft_envsynth.filesem import OPERATION as FILE_OPERATION
 from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
 from weft_envsynth.plans import Analysis, ToolEffect
 from weft_envsynth.sqlsem import sql_tool_set
+from weft_envsynth.vcssem import vcs_tool_set
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
 _FILE_VERBS: dict[str, Operation] = {
@@ -351,6 +352,10 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # File-oriented tool sets (cd, ls, cat, mv, ...): the whole definition decides, not a CRUD verb.
     for name, sem in file_tool_set(spec).items():
         ops[name] = (FILE_OPERATION[sem.verb], sem.verb)  # type: ignore[assignment]
+    # Version-control tool sets (status, add, commit, log, branches over a repository path): the
+    # session repository, whatever file or CRUD verb a single tool's words suggest (`git_add`).
+    for name in vcs_tool_set(spec):
+        ops[name] = ("compute", None)
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
     id_entities: Counter[str] = Counter()
@@ -653,7 +658,12 @@ def file_tool_set(spec: MCPSpec) -> dict[str, FileSemantics]:
     of its tools get a file verb; then every tool with a verb is bound to the workspace.
     """
     context = any(mentions_files(t.description) for t in spec.tools)
-    found = {t.name: s for t in spec.tools if (s := file_semantics(t, file_context=context))}
+    vcs = vcs_tool_set(spec)
+    found = {
+        t.name: s
+        for t in spec.tools
+        if t.name not in vcs and (s := file_semantics(t, file_context=context))
+    }
     if len(found) < 2 or not context:
         return {}
     if any(s.verb == "navigate" for s in found.values()):

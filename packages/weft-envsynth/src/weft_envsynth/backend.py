@@ -21,6 +21,7 @@ from weft_envsynth.filesem import edit_pairs
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
 from weft_envsynth.sqlsem import sql_tool_set
+from weft_envsynth.vcssem import vcs_tool_set
 
 
 def route_programmatic(contract: ToolContract, model: EntityModel) -> RoutePlan:
@@ -199,6 +200,21 @@ def backend(
                     "compute_roles": {},
                 }
             )
+    vcs = vcs_tool_set(spec)
+    for i, r in enumerate(routes):
+        vsem = vcs.get(r.tool)
+        if vsem is not None and not r.file_verb and r.entity in stateless:
+            routes[i] = r.model_copy(
+                update={
+                    "vcs_verb": vsem.verb,
+                    "vcs_roles": dict(vsem.roles),
+                    "vcs_choices": dict(vsem.choices),
+                    "compute_op": None,
+                    "compute_roles": {},
+                    "sql_verb": None,
+                    "reads_all": [],
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -299,6 +315,14 @@ def _render_route(
             for e in route.reads_all
         )
         return [*head, f"    return {{{parts}}}"]
+    if route.vcs_verb:
+        head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
+        head.append("    " + _docstring(tool))
+        pairs = ", ".join(f"{role!r}: {arg(a)}" for a, role in route.vcs_roles.items())
+        return [
+            *head,
+            f"    return vcs_tool({route.vcs_verb!r}, {{{pairs}}}, {route.vcs_choices!r})",
+        ]
     if route.sql_verb:
         head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
         head.append("    " + _docstring(tool))
@@ -556,6 +580,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "",
         "from . import models as m  # noqa: F401",
         "from .sqlrt import sql_tool  # noqa: F401",
+        "from .vcsrt import vcs_tool  # noqa: F401",
         "from .runtime import (  # noqa: F401",
         "    ToolFailure,",
         "    build_mcp,",

@@ -71,6 +71,11 @@ def tool_semantics(state: EnvSynthState) -> dict[str, dict[str, str]]:
                 "kind": "database",
                 "why": f"reads the whole store: {', '.join(r.reads_all)}",
             }
+        elif r.vcs_verb:
+            out[t.name] = {
+                "kind": "vcs",
+                "why": f"version-control {r.vcs_verb!r} on the session repository",
+            }
         elif r.sql_verb:
             out[t.name] = {
                 "kind": "sql",

@@ -107,6 +107,19 @@ def compute_semantics(tool: ToolSpec) -> ComputeSemantics | None:
     if len(hits) != 1:
         return None
     op = hits[0]
+    sem = _fit(tool, op)
+    if sem is None:
+        return None
+    if not re.search(_RULES[op][1], text) and _contradicts(tool, sem):
+        return None
+    out = tool.output_schema or {}
+    props_out = out.get("properties") if isinstance(out, dict) else None
+    sem["response_fields"] = [str(k) for k in props_out] if isinstance(props_out, dict) else []
+    return ComputeSemantics.model_validate(sem)
+
+
+def _fit(tool: ToolSpec, op: str) -> dict[str, Any] | None:
+    """The operand roles of `op` when the parameters fit its shape, else None."""
     shape = _RULES[op][2]
     props = tool.properties
     nums = [a for a, s in props.items() if schema_type(s) in _NUM]
@@ -124,10 +137,31 @@ def compute_semantics(tool: ToolSpec) -> ComputeSemantics | None:
         sem |= {"operands": operands, "unit_in": strings[0], "unit_out": strings[1]}
     else:
         return None
-    out = tool.output_schema or {}
-    props_out = out.get("properties") if isinstance(out, dict) else None
-    sem["response_fields"] = [str(k) for k in props_out] if isinstance(props_out, dict) else []
-    return ComputeSemantics.model_validate(sem)
+    return sem
+
+
+# Name words of arguments that shape a listing (how many, from where) rather than feed a formula.
+# (Not "number" or "max": `abs(number)` and `max(numbers)` are operands.)
+_OPTION_WORDS = {"count", "limit", "page", "offset", "skip", "cursor"}
+
+
+def _contradicts(tool: ToolSpec, sem: dict[str, Any]) -> str | None:
+    """Why the rest of the definition says a tool whose *name* alone names an operation is not
+    that computation (None when nothing contradicts it).
+
+    `git_log(repo_path, max_count)` has "log" in its name and one number, yet it is no
+    logarithm: its number is an option (a count of entries), and it needs a repository path that
+    no operand of a formula is. A pure function of numbers uses every required argument as an
+    operand, precision, base or unit, and its operands are not listing options."""
+    named = ("precision", "base", "unit_in", "unit_out")
+    roles = {*sem.get("operands", []), *(sem.get(k) for k in named if sem.get(k))}
+    extra = [a for a in tool.required if a not in roles]
+    if extra:
+        return f"required argument {extra[0]!r} is no operand of the operation"
+    for a in sem.get("operands", []):
+        if set(W.split_words(a)) & _OPTION_WORDS:
+            return f"argument {a!r} is a listing option, not an operand"
+    return None
 
 
 def _numeric_items(schema: Any) -> bool:
@@ -165,6 +199,13 @@ def lookup_reason(tool: ToolSpec) -> str:
     if len(near) > 1:
         return f"the definition matches several operations ({', '.join(near)}); served as a lookup"
     if near:
+        fit = _fit(tool, near[0])
+        why = _contradicts(tool, fit) if fit is not None else None
+        if why:
+            return (
+                f"the name names the operation {near[0]!r} but the definition says otherwise "
+                f"({why}); served as a lookup"
+            )
         return (
             f"the definition names the operation {near[0]!r} but its parameters do not fit it; "
             "served as a lookup"

@@ -103,6 +103,15 @@ class RoutePlan(WeftModel):
     sql_argument: str | None = Field(
         default=None, description="The argument carrying the SQL statement or the table name."
     )
+    vcs_verb: str | None = Field(
+        default=None, description="Version-control verb on the session repository (vcssem)."
+    )
+    vcs_roles: dict[str, str] = Field(
+        default_factory=dict, description="argument -> role for vcs_verb (repo, files, ...)."
+    )
+    vcs_choices: dict[str, list[str]] = Field(
+        default_factory=dict, description="argument -> the only values the definition allows."
+    )
     reads_all: list[str] = Field(
         default_factory=list, description="Entities a whole-store read returns (analyze)."
     )

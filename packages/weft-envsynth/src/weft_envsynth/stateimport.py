@@ -8,6 +8,9 @@ the parent through the child's foreign key. A value shaped like a file tree
 (`{"name": {"type": "directory", "contents": {...}}}`, `{"type": "file", "content": "..."}`) or a
 `files` object (`{"path": "text"}`) becomes workspace files. A single top folder is the
 workspace root itself (`{"workspace": {"type": "directory", ...}}` fills the workspace).
+A `repository` object (`{"branch", "message", "author", "email", "date"}`, strings) says how the
+imported files are checked in, for bundles with version-control tools (`vcssem`): the first
+commit of the session repository carries them (table `weft_vcs_baseline`).
 
 Nothing is dropped silently: the report lists every key, field and record that did not fit the
 schema, and why.
@@ -67,6 +70,7 @@ class _Importer:
         self.conn = conn
         self.ws = ws
         self.report = StateImportReport()
+        self._baseline = False  # a `repository` object was imported
         self.by_norm: dict[str, Entity] = {}
         for e in model.entities:
             self.by_norm.setdefault(_norm(e.name), e)
@@ -228,9 +232,31 @@ class _Importer:
         self._next_int[entity.name] = n
         return f"{W.id_prefix(entity.name)}-I{n:04d}"
 
+    def baseline(self, value: dict[str, Any], where: str) -> None:
+        known = {"branch", "message", "author", "email", "date"}
+        for k in sorted(set(value) - known):
+            self.report.not_imported.append(f"{where}.{k}: not one of {sorted(known)}")
+        row = {k: value[k] for k in known & set(value) if isinstance(value[k], str) and value[k]}
+        for k in sorted(known & set(value) - set(row)):
+            self.report.not_imported.append(f"{where}.{k}: must be a non-empty string")
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS weft_vcs_baseline (id INTEGER PRIMARY KEY CHECK (id = 1), "
+            "branch TEXT, message TEXT, author TEXT, email TEXT, date TEXT, tree TEXT)"
+        )
+        self._baseline = True
+        cols = ["id", *sorted(row)]
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO weft_vcs_baseline ({', '.join(cols)}) "
+            f"VALUES ({', '.join('?' * len(cols))})",
+            [1, *(row[k] for k in sorted(row))],
+        )
+
     def run(self, document: dict[str, Any]) -> StateImportReport:
         for key, value in document.items():
             where = str(key)
+            if key == "repository" and isinstance(value, dict) and "message" in value:
+                self.baseline(value, where)
+                continue
             if (
                 key == "files"
                 and isinstance(value, dict)
@@ -258,6 +284,15 @@ class _Importer:
                 )
                 continue
             self.records(entity, value, where, {})
+        if self._baseline:
+            # The files checked in are the workspace as imported, whatever is edited before the
+            # repository's first use.
+            tree = {
+                p.relative_to(self.ws).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+                for p in sorted(self.ws.rglob("*"))
+                if p.is_file() and ".git" not in p.relative_to(self.ws).parts
+            }
+            self.conn.execute("UPDATE weft_vcs_baseline SET tree = ?", (json.dumps(tree),))
         return self.report
 
 

@@ -33,12 +33,14 @@ from weft_envsynth._internal.dbstate import (
 from weft_envsynth._internal.filechecks import WorkspaceChecks, error_category
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth._internal.sqlchecks import SqlChecks
+from weft_envsynth._internal.vcschecks import VcsChecks
 from weft_envsynth.analyze import idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
 from weft_envsynth.loader import import_bundle, unload_bundle
 from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
 from weft_envsynth.sqlsem import sql_tool_set
+from weft_envsynth.vcssem import vcs_tool_set
 
 if TYPE_CHECKING:  # fastmcp is imported where a server is validated, not at import
     from fastmcp import Client
@@ -71,7 +73,7 @@ class _Call:
         self.text = text
 
 
-class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, CallGenerator):
+class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, VcsChecks, CallGenerator):
     def __init__(
         self,
         spec: MCPSpec,
@@ -102,6 +104,9 @@ class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, CallGenerator):
         }
         self.sql_tools = {
             n: sem for n, sem in sql_tool_set(spec).items() if entity_of.get(n) in stateless
+        }
+        self.vcs_tools = {
+            n: sem for n, sem in vcs_tool_set(spec).items() if entity_of.get(n) in stateless
         }
         self.checks: list[CheckRecord] = []
         self._n = 0
@@ -180,6 +185,10 @@ class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, CallGenerator):
         reads = whole_store_read(tool, contract.operation, contract.entity, self.model)
         if reads:
             await self.whole_store_check(tool, reads)
+            return
+        vsem = self.vcs_tools.get(tool.name)
+        if vsem is not None:
+            await self.vcs_checks(tool, vsem)
             return
         ssem = self.sql_tools.get(tool.name)
         if ssem is not None:

@@ -38,8 +38,10 @@ def _bundle_tables() -> frozenset[str]:
 
 
 def _hidden(name: str | None) -> bool:
-    # SQLite's own schema tables stay reachable: a CREATE TABLE writes sqlite_master.
-    return bool(name) and str(name).lower() in _bundle_tables()
+    # SQLite's own schema tables stay reachable: a CREATE TABLE writes sqlite_master. The
+    # runtime's bookkeeping (weft_cwd, the weft_vcs_* repository) is the bundle's, not the user's.
+    low = str(name).lower()
+    return bool(name) and (low in _bundle_tables() or low.startswith("weft_vcs_"))
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, _: Any) -> int:
