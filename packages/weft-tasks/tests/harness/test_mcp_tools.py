@@ -4,7 +4,7 @@ from weft_tasks.harness.mcp_tools import openai_tool
 
 
 def test_a_tool_block_is_the_same_bytes_whichever_runtime_ordered_its_schema():
-    # an in-process server writes `type` last; a registry record writes it first
+    # two runtimes serving the same tool ordered its schema differently (test_reproducible)
     live = {"properties": {"id": {"type": "string"}}, "required": ["id"], "type": "object"}
     recorded = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
     a = json.dumps(openai_tool("get", "Get one.", live))
