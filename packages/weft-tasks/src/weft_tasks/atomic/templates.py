@@ -521,6 +521,18 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
     elif op == "create" and entity is not None:
         scalar = {k: v for k, v in new_values.items() if isinstance(v, _SCALAR)}
         where = {k: "{{" + _input_for(b, v) + "}}" for k, v in scalar.items()}
+        # the object the new record points to (the customer of a new email) is part of what
+        # was asked: the check names it, so a record for the wrong customer fails
+        pointed = {
+            m.field: args[m.argument]
+            for m in contract.mappings
+            if m.role == "reference"
+            and m.field
+            and (m.entity or contract.entity) == entity.name
+            and isinstance(args.get(m.argument), str)
+            and str(args[m.argument]).startswith("{{")
+        }
+        where |= pointed
         checks += [
             RowExists(table=entity.name, where=where, description=f"a new {entity.name} exists"),
             DiffContains(table=entity.name, change="insert", where=where),
@@ -533,6 +545,10 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
         intent = f"Create {_article(entity.name.replace('_', ' '))} with " + ", ".join(
             f"{k} {{{{{_input_for(b, v)}}}}}" for k, v in scalar.items()
         )
+        if pointed:
+            intent += " for " + " and ".join(
+                f"{k.removesuffix('_id').replace('_', ' ')} {v}" for k, v in pointed.items()
+            )
     elif op in ("update", "action") and entity is not None and row is not None:
         where_key = {entity.key: row.get(entity.key)}
         changed = dict(new_values)
