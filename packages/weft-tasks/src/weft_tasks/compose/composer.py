@@ -390,12 +390,27 @@ def assemble(
                 )
             )
             used_flows.add((flow.source.node, flow.source.output))
-        reports.append((task.mcp, reported_values(task, bundle, idx)))
-        id_reports.append((task.mcp, reported_ids(task, bundle, idx)))
+        # what a read reports is valued from the initial row: after an earlier node changed
+        # rows of that table, the read may see something else, so it feeds nothing
+        stale = any(
+            n.task.mcp == task.mcp and n.task.writes and set(n.task.entities) & set(task.entities)
+            for n in nodes
+        )
+        reports.append((task.mcp, [] if stale else reported_values(task, bundle, idx)))
+        id_reports.append((task.mcp, [] if stale else reported_ids(task, bundle, idx)))
         carried: dict[str, str] = {}
+        # what a create returns is a new record, never the bound object
+        created = {
+            n
+            for call in task.reference_calls
+            if (c := bundle.contract(call.tool)) is not None and c.operation == "create"
+            for n in call.bind
+        }
         if binding is not None and binding.refs.get(task.mcp):
             for out_name, (entity, field) in output_fields(task, bundle).items():
                 bkey = _binding_key(bundle, entity, field)
+                if out_name in created:
+                    continue
                 if entity == binding.refs[task.mcp] and bkey and bkey in binding.value and aligned:
                     carried[out_name] = bkey
         outputs_of.append(carried)
