@@ -62,7 +62,7 @@ def test_llm_composer_is_checked_and_retried(libraries: list[Any], scripted: Any
     by_chain = {tuple(t.tool_chain): t.id for t in state.pool}
     lookup = by_chain[("find_customer", "get_customer")]
     ticket = by_chain[("find_requester", "create_ticket")]
-    close = by_chain[("close_ticket",)]
+    close = by_chain[("get_ticket", "close_ticket")]  # read before write
     update = by_chain[("find_customer", "update_customer")]
     bad = {
         "nodes": [

@@ -24,6 +24,8 @@ async def _corpus(libraries: list[Any], out: Path, concurrency: int) -> dict[str
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in files}
 
 
+# two corpora of five replayed tasks through an embedded host: 84 s on the loaded 2-core machine
+@pytest.mark.slow
 async def test_concurrency_and_folder_do_not_change_the_corpus(
     libraries: list[Any], tmp_path: Path
 ) -> None:

@@ -77,3 +77,15 @@ def test_bad_profiles_name_what_and_where(tmp_path: Path, text: str, fragment: s
     with pytest.raises(ProfileError, match=fragment) as err:
         load_profiles(p)
     assert "bad.json" in str(err.value)
+
+
+def test_paper_preset_spans_the_papers_lengths() -> None:
+    paper = load_profiles("paper")
+    assert paper is load_profiles("paper") and paper.get("Expert").tasks.max >= 44
+    # the corpus median of uniformly drawn lengths: the median over the quotas' span midpoints
+    quotas = largest_remainder(100, paper.targets)
+    mids = sorted(
+        (p.tasks.min + p.tasks.max) / 2 for p in paper.profiles for _ in range(quotas[p.name])
+    )
+    assert mids[len(mids) // 2] >= 20
+    assert paper.get("Expert").tasks.min >= 30  # the longest tenth stays long

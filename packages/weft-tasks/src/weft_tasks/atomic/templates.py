@@ -371,7 +371,10 @@ def _args_for(
             except KeyError:
                 f = EntityField(name=fname)
             current = row.get(fname) if row else None
-            value = _new_value(f, current, salt, schema)
+            # a unique value an update sets must differ from the one a create of the same
+            # variant sets: one composed task may hold both
+            shift = 50 if f.unique and contract.operation in ("update", "action") else 0
+            value = _new_value(f, current, salt + shift, schema)
             new_values[fname] = value
             args[name] = b.given(name, value, f"new {target.name}.{fname}")
         elif m and m.role == "path":
@@ -432,19 +435,59 @@ def _add_finder(
     return "{{" + key_name + "}}"
 
 
+def _reader(bundle: BundleView, entity: Entity) -> tuple[str, str] | None:
+    """A certified tool that reads one `entity` by its key: (tool, key argument)."""
+    certified = set(bundle.certified_tools)
+    for c in bundle.contracts.contracts:
+        if c.tool in certified and c.operation == "read" and c.entity == entity.name:
+            key = next((m.argument for m in c.mappings if m.role == "key"), None)
+            if key is not None:
+                return c.tool, key
+    return None
+
+
+def _look_up(
+    b: _Builder, entity: Entity, row: dict[str, Any], reader: tuple[str, str], key: Any
+) -> dict[str, str]:
+    """Prepend reading `row` through `reader` with the key template `key`; its fields are the
+    task's outputs (named apart from the inputs, whose values the later call still needs)."""
+    taken = {i.name for i in b.inputs}
+    bind: dict[str, str] = {}
+    outputs: dict[str, str] = {}
+    for f in _scalar_fields(entity, row):
+        if f.name == entity.key:
+            continue
+        name = f.name if f.name.startswith(entity.name) else f"{entity.name}_{f.name}"
+        if name in taken:
+            continue
+        bind[name] = f.name
+        outputs[name] = f"{entity.name}.{f.name} of {_label(entity, row)}, as looked up"
+    b.calls.append(ReferenceCall(tool=reader[0], arguments={reader[1]: key}, bind=bind))
+    return outputs
+
+
+def _where_values(checks: list[Check]) -> list[Any]:
+    """Values a create's checks expect in the new row (templates of its inputs)."""
+    return [v for c in checks if isinstance(c, RowExists) for v in c.where.values()]
+
+
 def _article(noun: str) -> str:
     return ("an " if noun[:1] in "aeiou" else "a ") + noun
 
 
-def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: bool) -> Draft | None:
-    """One candidate atomic task centred on `tool`, or None when the template has nothing new."""
+def draft_for_tool(
+    bundle: BundleView, tool: str, variant: int, *, compound: bool, salt_offset: int = 0
+) -> Draft | None:
+    """One candidate atomic task centred on `tool`, or None when the template has nothing new.
+    `salt_offset` moves the values it makes up (two creates of one entity in one composed task
+    must not collide on a unique field)."""
     contract = bundle.contract(tool)
     spec = _spec(bundle, tool)
     if contract is None or spec is None:
         return None
     op = contract.operation
     entity = _entity(bundle, contract.entity)
-    salt = variant + 1
+    salt = variant + 1 + salt_offset
     b = _Builder()
     chain: list[str] = []
     checks: list[Check] = []
@@ -502,6 +545,29 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
     chain.extend(c.tool for c in b.calls)
     args, new_values = _args_for(bundle, b, contract, spec, rows, salt, overrides)
     bind: dict[str, str] = {}
+    reader = _reader(bundle, entity) if compound and entity is not None else None
+    if reader is not None and reader[0] == tool:
+        reader = None
+    looked_up: dict[str, str] = {}
+    key_arg = next((m.argument for m in contract.mappings if m.role == "key"), None)
+    if (
+        reader is not None
+        and entity is not None
+        and row is not None
+        and op in ("update", "action", "delete")
+        and not overrides
+        and key_arg in args
+    ):
+        # read before write: look the object up (what it is now, whom it belongs to), then act
+        looked_up = _look_up(b, entity, row, reader, args[key_arg or ""])
+        chain.append(reader[0])
+        checks.append(
+            CallMade(
+                tool=reader[0],
+                arguments={reader[1]: args[key_arg or ""]},
+                description=f"{_label(entity, row)} was looked up first",
+            )
+        )
     chain.append(tool)
     ename = entity.name if entity else None
 
@@ -521,6 +587,18 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
     elif op == "create" and entity is not None:
         scalar = {k: v for k, v in new_values.items() if isinstance(v, _SCALAR)}
         where = {k: "{{" + _input_for(b, v) + "}}" for k, v in scalar.items()}
+        # the object the new record points to (the customer of a new email) is part of what
+        # was asked: the check names it, so a record for the wrong customer fails
+        pointed = {
+            m.field: args[m.argument]
+            for m in contract.mappings
+            if m.role == "reference"
+            and m.field
+            and (m.entity or contract.entity) == entity.name
+            and isinstance(args.get(m.argument), str)
+            and str(args[m.argument]).startswith("{{")
+        }
+        where |= pointed
         checks += [
             RowExists(table=entity.name, where=where, description=f"a new {entity.name} exists"),
             DiffContains(table=entity.name, change="insert", where=where),
@@ -533,6 +611,10 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
         intent = f"Create {_article(entity.name.replace('_', ' '))} with " + ", ".join(
             f"{k} {{{{{_input_for(b, v)}}}}}" for k, v in scalar.items()
         )
+        if pointed:
+            intent += " for " + " and ".join(
+                f"{k.removesuffix('_id').replace('_', ' ')} {v}" for k, v in pointed.items()
+            )
     elif op in ("update", "action") and entity is not None and row is not None:
         where_key = {entity.key: row.get(entity.key)}
         changed = dict(new_values)
@@ -598,6 +680,30 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
     b.calls.append(
         ReferenceCall(tool=tool, arguments=args, bind=bind if op in ("read", "create") else {})
     )
+    if looked_up:
+        intent = f"Look up {_label(entity, row)}, then " + intent[:1].lower() + intent[1:]  # type: ignore[arg-type]
+    readback = next((v for v in _where_values(checks) if isinstance(v, str)), None)
+    if (
+        reader is not None
+        and entity is not None
+        and op == "create"
+        and not overrides
+        and bind.get(entity.key)
+        and readback
+    ):
+        # create, then read the new record back: the agent confirms what was stored
+        b.calls.append(
+            ReferenceCall(tool=reader[0], arguments={reader[1]: "{{" + entity.key + "}}"})
+        )
+        chain.append(reader[0])
+        checks.append(
+            ReturnContains(
+                tool=reader[0],
+                value=readback,
+                description=f"the new {entity.name} reads back as created",
+            )
+        )
+        intent += ", then read it back to confirm"
     if op not in ("read", "create"):
         outputs = {} if op in ("search", "list") else outputs
     return Draft(
@@ -606,7 +712,7 @@ def draft_for_tool(bundle: BundleView, tool: str, variant: int, *, compound: boo
         inputs=b.inputs,
         calls=b.calls,
         checks=checks,
-        outputs=(outputs if op in ("read", "create") else {}) | b.found,
+        outputs=(outputs if op in ("read", "create") else {}) | b.found | looked_up,
         entities=sorted({ename, *rows} - {None}),  # type: ignore[arg-type]
         writes=writes,
         seed_rows=b.seed_rows,
@@ -644,7 +750,7 @@ def _create_then_delete(bundle: BundleView, contract: ToolContract, variant: int
     key_arg = next((m.argument for m in contract.mappings if m.role == "key"), None)
     if entity is None or creator is None or key_arg is None or variant > 0:
         return None
-    made = draft_for_tool(bundle, creator.tool, variant, compound=False)
+    made = draft_for_tool(bundle, creator.tool, variant, compound=False, salt_offset=20)
     if made is None or not made.calls or entity.key not in made.calls[-1].bind:
         return None
     where = next((c.where for c in made.checks if isinstance(c, RowExists)), None)

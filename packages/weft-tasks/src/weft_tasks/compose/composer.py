@@ -41,7 +41,16 @@ from weft_core.models import (
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import render, render_checks, template_names
 from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
-from weft_tasks.compose.flows import Found, carry, pick_flow, reported_values, writable_text
+from weft_tasks.compose.flows import (
+    Found,
+    carry,
+    link_references,
+    needed_ids,
+    pick_flow,
+    reported_ids,
+    reported_values,
+    writable_text,
+)
 from weft_tasks.compose.lifecycle import TransitionGraph, contradictions
 from weft_tasks.compose.links import input_fields, link_fields, output_fields
 from weft_tasks.grounding.identity import link_key
@@ -130,7 +139,13 @@ def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> En
         b = bundles.get(task.mcp)
         return len(output_fields(task, b)) if b is not None else 0
 
-    readers_first = sorted(pool, key=lambda t: -min(reads_out(t), 1))
+    def finds(task: AtomicTask) -> int:
+        # a read of a real row names the objects it references (the ticket's customer): valued
+        # from there, the bound object is one the agent finds rather than one the user names
+        b = bundles.get(task.mcp)
+        return len(reported_ids(task, b, 0)) if b is not None else 0
+
+    readers_first = sorted(pool, key=lambda t: (-min(finds(t), 1), -min(reads_out(t), 1)))
     for key in keys:
         refs = refs_by_key[key]
         for task in readers_first:
@@ -298,12 +313,17 @@ def assemble(
     user_given: set[str] = set()
     reports: list[tuple[str, list[Found]]] = []  # per node: (MCP, values it reports)
     used_flows: set[tuple[int, str]] = set()
+    id_reports: list[tuple[str, list[tuple[str, Found]]]] = []  # per node: keys it reports
     for idx, raw in enumerate(chosen):
         node_id = f"n{idx + 1}"
         bundle = bundles[raw.mcp]
         task, aligned = align_task(raw, bundle, binding, anchors)
+        fed: dict[str, Found] = {}
+        if sources is None:
+            task, fed = link_references(task, bundle, id_reports, set(aligned))
         values = {i.name: i.value for i in task.inputs}
         inputs: list[TaskInput] = []
+
         for i in task.inputs:
             schema = dict(i.schema_)
             upd: dict[str, Any] = {}
@@ -330,8 +350,13 @@ def assemble(
                             fields=[src[1]],
                         )
                     )
+                elif i.source == "given" and i.name in fed:
+                    # an earlier node found the bound object's key: the user need not state it
+                    i = _from_report(i, fed[i.name], node_id, edges)
                 elif i.source == "given":
                     user_given.add(key)
+            elif i.source == "given" and i.name in fed:
+                i = _from_report(i, fed[i.name], node_id, edges)
             inputs.append(i.model_copy(update=upd) if upd else i)
         known = {str(v) for v in (binding.value.values() if binding else [])} | {
             str(i.value) for n in nodes for i in n.inputs if i.source == "given"
@@ -365,11 +390,27 @@ def assemble(
                 )
             )
             used_flows.add((flow.source.node, flow.source.output))
-        reports.append((task.mcp, reported_values(task, bundle, idx)))
+        # what a read reports is valued from the initial row: after an earlier node changed
+        # rows of that table, the read may see something else, so it feeds nothing
+        stale = any(
+            n.task.mcp == task.mcp and n.task.writes and set(n.task.entities) & set(task.entities)
+            for n in nodes
+        )
+        reports.append((task.mcp, [] if stale else reported_values(task, bundle, idx)))
+        id_reports.append((task.mcp, [] if stale else reported_ids(task, bundle, idx)))
         carried: dict[str, str] = {}
+        # what a create returns is a new record, never the bound object
+        created = {
+            n
+            for call in task.reference_calls
+            if (c := bundle.contract(call.tool)) is not None and c.operation == "create"
+            for n in call.bind
+        }
         if binding is not None and binding.refs.get(task.mcp):
             for out_name, (entity, field) in output_fields(task, bundle).items():
                 bkey = _binding_key(bundle, entity, field)
+                if out_name in created:
+                    continue
                 if entity == binding.refs[task.mcp] and bkey and bkey in binding.value and aligned:
                     carried[out_name] = bkey
         outputs_of.append(carried)
@@ -412,6 +453,18 @@ def assemble(
     )
     order = stable_order(graph)
     return graph.model_copy(update={"order": order or []})
+
+
+def _from_report(i: TaskInput, f: Found, node_id: str, edges: list[TaskEdge]) -> TaskInput:
+    """Input `i` of `node_id` valued by what node `f.node` reported, with its information edge."""
+    edges.append(
+        TaskEdge(
+            source=f"n{f.node + 1}", target=node_id, kind=EdgeKind.INFORMATION, fields=[f.output]
+        )
+    )
+    return i.model_copy(
+        update={"source": "upstream", "from_node": f"n{f.node + 1}", "from_output": f.output}
+    )
 
 
 def _nearest_source(outputs_of: list[dict[str, str]], idx: int, key: str) -> tuple[int, str] | None:
@@ -520,8 +573,9 @@ def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView
     graph = None
     # Lifecycle-aware choice: a task that would undo an earlier node's effect on the same
     # object (approve then reject one leave request) is replaced by the next candidate.
+    flows = _FlowIndex(state.pool, bundles)
     for _ in range(k + 1):
-        chosen = _with_information_edge(_pick(ranked, k, banned), ranked, banned, bundles)
+        chosen = _with_information_edge(_pick(ranked, k, banned), ranked, banned, flows)
         mcp_rank = {
             m: i
             for i, m in enumerate(
@@ -531,7 +585,11 @@ def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView
                 )
             )
         }
-        chosen.sort(key=lambda t: (_OP_RANK.get(_op(t, bundles[t.mcp]), 1), mcp_rank[t.mcp]))
+        chosen = _execution_order(
+            chosen,
+            lambda t, rank=mcp_rank: (_OP_RANK.get(_op(t, bundles[t.mcp]), 1), rank[t.mcp]),
+            flows,
+        )
         graph = assemble(state, chosen, bundles, binding)
         found = contradictions(graph, transitions)
         if not found:
@@ -558,22 +616,98 @@ def _pick(ranked: list[AtomicTask], k: int, banned: set[str]) -> list[AtomicTask
     return chosen
 
 
+class _FlowIndex:
+    """Which task can feed which: a read that reports a real row's text and a write of text on
+    another MCP, or a read that reports an object's key (an order's customer) and a task on
+    another MCP that names the same object or points a new record at one of its kind."""
+
+    def __init__(self, tasks: list[AtomicTask], bundles: dict[str, BundleView]) -> None:
+        self.reports: dict[str, bool] = {}
+        self.writes: dict[str, bool] = {}
+        self.found: dict[str, set[tuple[str, Any]]] = {}
+        self.named: dict[str, set[tuple[str, Any]]] = {}
+        for t in tasks:
+            b = bundles[t.mcp]
+            self.reports[t.id] = bool(reported_values(t, b, 0))
+            self.writes[t.id] = bool(writable_text(b, t))
+            self.found[t.id] = {(k, f.value) for k, f in reported_ids(t, b, 0)}
+            values = {i.name: i.value for i in t.inputs}
+            needs = needed_ids(t, b).values()
+            self.named[t.id] = {(n.identity, values.get(n.input)) for n in needs} | {
+                (n.identity, None) for n in needs if n.reference
+            }
+
+    def feeds(self, a: AtomicTask, b: AtomicTask) -> bool:
+        if a.mcp == b.mcp:
+            return False
+        if self.reports[a.id] and self.writes[b.id]:
+            return True
+        named = self.named[b.id]
+        return any((k, v) in named or (k, None) in named for k, v in self.found[a.id])
+
+    def linked(self, ts: list[AtomicTask]) -> bool:
+        return any(self.feeds(a, b) for a in ts for b in ts)
+
+
+def _execution_order(
+    chosen: list[AtomicTask], base_key: Any, flows: _FlowIndex
+) -> list[AtomicTask]:
+    """`chosen` in `base_key` order (reads, creates, changes, removals), except that a task that
+    feeds one on another MCP runs before it. Tasks of one MCP keep their base order, so no
+    lifecycle is reordered; a feed that would close a cycle is ignored."""
+    base = sorted(chosen, key=base_key)
+    n = len(base)
+    succ: list[set[int]] = [set() for _ in range(n)]
+
+    def reaches(a: int, b: int) -> bool:
+        seen, stack = {a}, [a]
+        while stack:
+            x = stack.pop()
+            if x == b:
+                return True
+            for y in succ[x] - seen:
+                seen.add(y)
+                stack.append(y)
+        return False
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if base[i].mcp == base[j].mcp:
+                succ[i].add(j)
+    for i in range(n):
+        for j in range(n):
+            if i == j or j in succ[i] or not flows.feeds(base[i], base[j]):
+                continue
+            if flows.feeds(base[j], base[i]) or reaches(j, i):
+                continue
+            succ[i].add(j)
+    indeg = [0] * n
+    for i in range(n):
+        for j in succ[i]:
+            indeg[j] += 1
+    ready = [i for i in range(n) if indeg[i] == 0]
+    out: list[AtomicTask] = []
+    while ready:
+        i = min(ready)
+        ready.remove(i)
+        out.append(base[i])
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    return out
+
+
 def _with_information_edge(
     chosen: list[AtomicTask],
     ranked: list[AtomicTask],
     banned: set[str],
-    bundles: dict[str, BundleView],
+    flows: _FlowIndex,
 ) -> list[AtomicTask]:
     """`chosen`, with one task swapped when that lets a value found on one MCP feed a task on
-    another (a read that reports a real row's fields, a write of text elsewhere); the swap keeps
-    every MCP of the combination and never repeats a chain on one MCP."""
-    reports = {t.id: bool(reported_values(t, bundles[t.mcp], 0)) for t in ranked}
-    writes = {t.id: bool(writable_text(bundles[t.mcp], t)) for t in ranked}
-
-    def linked(ts: list[AtomicTask]) -> bool:
-        return any(reports[a.id] and writes[b.id] and a.mcp != b.mcp for a in ts for b in ts)
-
-    if len({t.mcp for t in chosen}) < 2 or linked(chosen):
+    another (`_FlowIndex.feeds`); the swap keeps every MCP of the combination and never repeats
+    a chain on one MCP."""
+    if len({t.mcp for t in chosen}) < 2 or flows.linked(chosen):
         return chosen
     for cand in ranked:
         if cand in chosen or cand.id in banned:
@@ -584,7 +718,7 @@ def _with_information_edge(
             if len(same) == 1 and cand.mcp != victim.mcp:
                 continue
             trial = [*chosen[:pos], cand, *chosen[pos + 1 :]]
-            if linked(trial) and all(
+            if flows.linked(trial) and all(
                 t.tool_chain != cand.tool_chain or t.mcp != cand.mcp
                 for t in chosen
                 if t is not victim

@@ -22,7 +22,9 @@ from typing import Any
 
 from weft_core.models import AtomicTask, TaskInput
 from weft_tasks.atomic.bundle import BundleView
-from weft_tasks.compose.links import output_fields
+from weft_tasks.atomic.execution import template_names
+from weft_tasks.compose.links import input_fields, output_fields
+from weft_tasks.grounding.identity import link_key
 
 _FREE_TEXT = re.compile(
     r"(body|content|description|note|notes|comment|message|text|summary|reason|subject|title|memo)"
@@ -175,3 +177,191 @@ def carry(task: AtomicTask, flow: Flow) -> AtomicTask:
             data[k] = _replace(data[k], old, flow.source.value)
     new = AtomicTask.model_validate(data)
     return new.model_copy(update={"evidence": task.evidence})
+
+
+# ----------------------------------------------------------------------------- reference flows
+#
+# A read reports the keys of the objects its row references (a ticket's customer and assignee,
+# an order's product); a later task on another MCP that names the same kind of object (a new
+# event for an employee, an email to a customer) takes that key instead of one the user types.
+# The kind of object is the field's cross-MCP identity: its link key, with a foreign key
+# resolved to the field it references (ticket.customer_id -> customer.customer_id).
+
+
+def identity(bundle: BundleView, entity: str, field: str) -> str | None:
+    """The cross-MCP identity of `entity.field`, following a foreign key to its target."""
+    try:
+        e = bundle.entities.entity(entity)
+        fk = e.field(field).foreign_key
+    except KeyError:
+        return None
+    if fk:
+        parent, _, pfield = fk.partition(".")
+        try:
+            pe = bundle.entities.entity(parent)
+        except KeyError:
+            return None
+        return link_key(pe, pfield or pe.key)
+    return link_key(e, field)
+
+
+def reported_ids(task: AtomicTask, bundle: BundleView, node: int) -> list[tuple[str, Found]]:
+    """(identity, what) for every output of a read that carries an object's key or link value,
+    valued from the fixture row it reads."""
+    values = {i.name: i.value for i in task.inputs}
+    out: list[tuple[str, Found]] = []
+    for name, (entity_name, field) in output_fields(task, bundle).items():
+        ident = identity(bundle, entity_name, field)
+        if ident is None:
+            continue
+        try:
+            entity = bundle.entities.entity(entity_name)
+        except KeyError:
+            continue
+        key_values = {
+            values.get(str(a).strip("{} "))
+            for call in task.reference_calls
+            if (c := bundle.contract(call.tool)) is not None and c.operation == "read"
+            for m in c.mappings
+            if m.role == "key" and (a := call.arguments.get(m.argument)) is not None
+        }
+        row = next(
+            (r for r in task.seed_rows.get(entity_name, []) if r.get(entity.key) in key_values),
+            None,
+        )
+        value = row.get(field) if row is not None else None
+        if isinstance(value, str) and value:
+            out.append((ident, Found(node, name, field, value)))
+    return out
+
+
+@dataclass(frozen=True)
+class Needed:
+    """A given input that names an object by its key or link value."""
+
+    input: str
+    identity: str
+    entity: str
+    field: str
+    reference: bool = False
+
+
+def needed_ids(task: AtomicTask, bundle: BundleView) -> dict[str, Needed]:
+    """`{input name: Needed}` for the task's inputs that name an object (a key, a reference or a
+    filter on one). `reference` marks the object a new record points to (a create's reference),
+    which a task can take from anywhere without changing what else it acts on."""
+    creates = {
+        n
+        for call in task.reference_calls
+        if (c := bundle.contract(call.tool)) is not None and c.operation == "create"
+        for n in template_names(call.arguments)
+    }
+    out: dict[str, Needed] = {}
+    for name, (entity, field, role) in input_fields(task, bundle).items():
+        if role not in ("key", "reference", "filter"):
+            continue
+        try:
+            ident = link_key(bundle.entities.entity(entity), field)
+        except KeyError:
+            continue
+        if ident is not None:
+            out[name] = Needed(name, ident, entity, field, role == "reference" and name in creates)
+    return out
+
+
+def nearest_report(
+    earlier: list[tuple[str, list[tuple[str, Found]]]],
+    mcp: str,
+    ident: str,
+    value: Any = None,
+    *,
+    cross_only: bool = False,
+) -> Found | None:
+    """The nearest earlier report of `ident` (with `value`, when given), one from another MCP
+    first: a value found elsewhere is what the agent must carry across services."""
+    for cross in (True,) if cross_only else (True, False):
+        for other, reports in reversed(earlier):
+            if (other != mcp) != cross:
+                continue
+            for ident_, found in reports:
+                if ident_ == ident and (value is None or found.value == value):
+                    return found
+    return None
+
+
+def reground(task: AtomicTask, bundle: BundleView, need: Needed, value: str) -> AtomicTask | None:
+    """`task` about the object whose `need.field` is `value`: the input, the fixture row of the
+    object (this MCP's own row for it), references to it in other fixture rows, and literal
+    mentions of the old object in checks and intent. None when this MCP holds no such object or
+    the old value stands for something else too (another input has it)."""
+    old = next((i.value for i in task.inputs if i.name == need.input), None)
+    if old == value:
+        return task
+    if not isinstance(old, str) or any(
+        i.name != need.input and i.value == old for i in task.inputs
+    ):
+        return None
+    rows = bundle.rows(need.entity)
+    new_row = next((r for r in rows if r.get(need.field) == value), None)
+    if new_row is None:
+        return None
+    old_row = next(
+        (r for r in task.seed_rows.get(need.entity, []) if r.get(need.field) == old), None
+    ) or next((r for r in rows if r.get(need.field) == old), None)
+    renames = {old: value}
+    for k, v in (old_row or {}).items():
+        nv = new_row.get(k)
+        if isinstance(v, str) and isinstance(nv, str) and v != nv and len(v) >= 3:
+            renames.setdefault(v, nv)
+    data = task.model_dump(
+        mode="json", by_alias=True, exclude={"content_hash", "evidence", "e2e_test"}
+    )
+    for i in data["inputs"]:
+        if i["name"] == need.input:
+            i["value"] = value
+    seed: dict[str, list[dict[str, Any]]] = {}
+    for table, trows in data["seed_rows"].items():
+        if table == need.entity:
+            kept = [r for r in trows if r.get(need.field) != old]
+            seed[table] = [*kept, dict(new_row)] if len(kept) < len(trows) else trows
+        else:
+            seed[table] = [{k: value if v == old else v for k, v in r.items()} for r in trows]
+    data["seed_rows"] = seed
+    for old_v, new_v in renames.items():
+        data["checks"] = _replace(data["checks"], old_v, new_v)
+        data["intent"] = _replace(data["intent"], old_v, new_v)
+    new = AtomicTask.model_validate(data)
+    return new.model_copy(update={"evidence": task.evidence})
+
+
+def link_references(
+    task: AtomicTask,
+    bundle: BundleView,
+    earlier: list[tuple[str, list[tuple[str, Found]]]],
+    fixed: Collection[str] = (),
+) -> tuple[AtomicTask, dict[str, Found]]:
+    """The task's given inputs that name an object an earlier node reported, each with the
+    report that feeds it. An input whose value an earlier node reports takes it from there; the
+    object a new record points to (not one of `fixed`, the inputs aligned to the graph's bound
+    object) is re-grounded on an object of its kind found on another MCP (the employee assigned
+    to the ticket gets the meeting), when this MCP holds that object."""
+    fed: dict[str, Found] = {}
+    given = {i.name: i.value for i in task.inputs if i.source == "given"}
+    for name, need in needed_ids(task, bundle).items():
+        if name not in given:
+            continue
+        same = nearest_report(earlier, task.mcp, need.identity, given[name])
+        if same is not None:
+            fed[name] = same
+            continue
+        if not need.reference or name in fixed:
+            continue
+        other = nearest_report(earlier, task.mcp, need.identity, cross_only=True)
+        if other is None:
+            continue
+        moved = reground(task, bundle, need, other.value)
+        if moved is not None:
+            task = moved
+            given = {i.name: i.value for i in task.inputs if i.source == "given"}
+            fed[name] = other
+    return task, fed

@@ -110,6 +110,9 @@ def redundancy_score(bundles: list[BundleView]) -> float:
 def input_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, str, str]]:
     """`{input name: (entity, field, role)}` for inputs that reach an argument mapped onto state."""
     out: dict[str, tuple[str, str, str]] = {}
+    # a template a call fills from an earlier call's result (the id a create returned, read
+    # back) is no input of the task: nobody gives it and no upstream node can feed it
+    inputs = {i.name for i in task.inputs}
     for call in task.reference_calls:
         contract = bundle.contract(call.tool)
         if contract is None:
@@ -122,7 +125,7 @@ def input_fields(task: AtomicTask, bundle: BundleView) -> dict[str, tuple[str, s
             if not entity or not m.field:
                 continue
             entity, field = _referenced(bundle, entity, m.field, m.role)
-            for name in template_names(value):
+            for name in template_names(value) & inputs:
                 out.setdefault(name, (entity, field, m.role))
     return out
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from weft_core.models import AtomicTask
 from weft_tasks.atomic.library import MCPLibrary
+from weft_tasks.compose.flows import reported_ids
 from weft_tasks.compose.links import (
     complementary_score,
     linked,
@@ -91,6 +92,7 @@ class CoverageSampler:
             d: sum(self.capacity[m] for m in ms) for d, ms in self._domains.items()
         }
         self._static: dict[tuple[str, ...], _StaticFeatures] = {}
+        self._finder_memo: dict[str, bool] = {}
 
     # ------------------------------------------------------------------ statistics
     @property
@@ -268,8 +270,23 @@ class CoverageSampler:
             ranked = sorted(
                 self.libs[m].tasks, key=lambda t: (self.usage_task[t.id], self.rng.random())
             )
-            out.extend(ranked[: share[m]])
+            took = ranked[: share[m]]
+            if len(combo.mcps) > 1 and share[m] >= 2 and not any(self._finds(t) for t in took):
+                # a task that finds an object's key lets another MCP's task use it: without
+                # one in the pool, nothing can flow between the services
+                finder = next((t for t in ranked[share[m] :] if self._finds(t)), None)
+                if finder is not None:
+                    took[-1] = finder
+            out.extend(took)
         return out
+
+    def _finds(self, task: AtomicTask) -> bool:
+        found = self._finder_memo.get(task.id)
+        if found is None:
+            found = self._finder_memo[task.id] = bool(
+                reported_ids(task, self.libs[task.mcp].bundle, 0)
+            )
+        return found
 
     def record(self, used: Sequence[AtomicTask]) -> None:
         for t in used:
