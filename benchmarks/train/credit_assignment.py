@@ -185,7 +185,9 @@ class Bench:
         if list(full[: len(prompt)]) != list(prompt):
             raise SystemExit("the RL prompt is not a prefix of the SFT row it should continue")
 
-    async def grpo(self, seed: int, method: str, folder: Path) -> dict[str, Any]:
+    async def grpo(
+        self, seed: int, method: str, folder: Path, progress: Any = None
+    ) -> dict[str, Any]:
         from weft_train.policy import Policy
         from weft_train.rl.loop import LoopSettings, train
         from weft_train.rl.trainer import GRPOSettings, GRPOTrainer
@@ -203,7 +205,14 @@ class Bench:
         )
         tree, eval_tree = self.trees()
 
+        rows: list[dict[str, Any]] = []
+
         def show(row: dict[str, Any]) -> None:
+            rows.append(row)
+            if progress is not None:  # an interrupted run still leaves its curve so far
+                rated = [r["heldout_pass_rate"] for r in rows if "heldout_pass_rate" in r]
+                progress({"steps": row["step"], "rollout_tokens": row["rollout_tokens"],
+                          "heldout_start": rated[0], "heldout_final": rated[-1], "curve": rows})  # fmt: skip
             keys = ("step", "rollout_tokens", "reward", "heldout_pass_rate", "kl", "entropy")
             shown = {k: round(v, 3) if isinstance(v, float) else v for k in keys
                      if (v := row.get(k)) is not None}  # fmt: skip
@@ -237,6 +246,7 @@ class Bench:
             "groups_rejected": loop.rejected,
             "failed_tasks": len(loop.failed_tasks),
             "curve": loop.rows,
+            "complete": True,
         }
 
 
@@ -259,24 +269,41 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             folder = out / f"sft-s{seed}"
             for method in args.methods:
                 t0, c0 = time.perf_counter(), time.process_time()
+
+                def finish(
+                    got: dict[str, Any],
+                    t0: float = t0,
+                    c0: float = c0,
+                    method: str = method,
+                    seed: int = seed,
+                    folder: Path = folder,
+                ) -> dict[str, Any]:
+                    return {
+                        "method": method,
+                        "seed": seed,
+                        "init_sha": weights_sha(folder),
+                        "complete": False,
+                        **got,
+                        "seconds": round(time.perf_counter() - t0, 1),
+                        # This process's CPU time (the MegaMCP host and its MCP servers run in it).
+                        "cpu_seconds": round(time.process_time() - c0, 1),
+                    }
+
+                def progress(got: dict[str, Any], finish: Any = finish) -> None:
+                    if args.json:
+                        partial = {**result, "runs": [*result["runs"], finish(got)]}
+                        args.json.write_text(json.dumps(partial, indent=1, default=str))
+
                 if method == "sft":
-                    got = await bench.sft(seed, folder)
+                    got = {**await bench.sft(seed, folder), "complete": True}
                 else:
                     if not (folder / "config.json").is_file():
                         raise SystemExit(
                             f"{folder}: no SFT initialisation of seed {seed}; "
                             f"run --seed-ids {seed} --methods sft --out {out} first"
                         )
-                    got = await bench.grpo(seed, method, folder)
-                run_row = {
-                    "method": method,
-                    "seed": seed,
-                    "init_sha": weights_sha(folder),
-                    **got,
-                    "seconds": round(time.perf_counter() - t0, 1),
-                    # This process's CPU time (MegaMCP's MCP server processes not included).
-                    "cpu_seconds": round(time.process_time() - c0, 1),
-                }
+                    got = await bench.grpo(seed, method, folder, progress)
+                run_row = finish(got)
                 result["runs"].append(run_row)
                 print(
                     f"{method} seed {seed}: held-out {run_row['heldout_final']:.3f}, "
@@ -320,6 +347,8 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             "steps": [r.get("steps", r.get("sft_steps")) for r in rs],
             "cpu_seconds": [r["cpu_seconds"] for r in rs],
             "seconds": [r["seconds"] for r in rs],
+            # False: the process was stopped before its budget was spent (figures so far)
+            "complete": [r.get("complete", False) for r in rs],
         }
     return summary
 
@@ -386,7 +415,10 @@ def main() -> int:
             names[m],
             f"{v['mean']:.3f}",
             f"{v['std']:.3f}",
-            " ".join(f"s{k}:{x:.3f}" for k, x in zip(v["seeds"], v["per_seed"], strict=True)),
+            " ".join(
+                f"s{k}:{x:.3f}{'' if done else '*'}"
+                for k, x, done in zip(v["seeds"], v["per_seed"], v["complete"], strict=True)
+            ),
             " ".join(str(t) for t in v["rollout_tokens"]),
             " ".join(str(t) for t in v["steps"]),
             " ".join(f"{c:.0f}" for c in v["cpu_seconds"]),
@@ -398,6 +430,8 @@ def main() -> int:
         ["policy", "mean", "std", "per seed", "rollout tokens", "steps", "CPU s"],
         rows,
     )
+    if not all(c for v in s.values() for c in v["complete"]):
+        print("* stopped before its rollout-token budget was spent: figures so far")
     if args.png:
         plot(result, args.png)
         print(f"curves: {args.png}")
