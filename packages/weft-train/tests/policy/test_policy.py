@@ -76,6 +76,35 @@ def test_template_is_prefix_preserving(merges):
     assert '"arguments": {"email":  "ada@example.com"}}' in full
 
 
+def test_generation_prompt_tokens_are_a_prefix_of_the_reply_turn():
+    """A served or rolled-out policy generates right after the generation prompt's tokens, so
+    training must see those same tokens before every reply: merges learnt from rows whose replies
+    start alike may not fuse the role header with a reply's first word."""
+    rows = [
+        [*CONVERSATION[:4], {"role": "assistant", "content": f"Done: found customer {i}."}]
+        for i in range(8)
+    ]
+    plain = build_tokenizer()
+    tok = build_tokenizer(
+        [plain.apply_chat_template(r, tools=TOOLS, tokenize=False) for r in rows], 300
+    )
+
+    def ids(messages: list[dict], generation_prompt: bool = False) -> list[int]:
+        text = tok.apply_chat_template(
+            messages, tools=TOOLS, tokenize=False, add_generation_prompt=generation_prompt
+        )
+        return tok.encode(text, add_special_tokens=False)
+
+    for row in rows:
+        full = ids(row)
+        for i, message in enumerate(row):
+            if message["role"] == "assistant":
+                prompt = ids(row[:i], generation_prompt=True)
+                assert full[: len(prompt)] == prompt, tok.convert_ids_to_tokens(
+                    full[len(prompt) - 2 : len(prompt) + 1]
+                )
+
+
 def test_generation_markers_cover_exactly_what_the_model_writes():
     tok = build_tokenizer()
     out = tok.apply_chat_template(

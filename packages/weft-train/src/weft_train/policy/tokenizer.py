@@ -7,7 +7,8 @@ tokens, which is what lets a CPU train on whole trajectories. Values a policy mu
 out of those merges: digits are always single tokens (as in Qwen's tokenizer) and an email address
 is its own pre-token, so an id or an address tokenises the same in a request, a tool result and a
 call, and a held-out customer's id is made of the digit tokens training saw. Special and tool tokens still split
-the text, so a message's tokens never depend on its neighbours. Special tokens follow Qwen's names
+the text, and a turn's role header is its own pre-token, so a message's tokens never depend on its
+neighbours and the generation prompt's tokens are a prefix of every rendered reply. Special tokens follow Qwen's names
 so the same template shape works for both.
 """
 
@@ -31,6 +32,11 @@ from weft_train.policy.template import SPECIAL_TOKENS, TOOL_TOKENS, chat_templat
 # An email address is one pre-token: merges may shorten it but never fuse it with the text around
 # it (`{"email": "` + the address's first letters was a learnt token before this).
 EMAIL = r"[\w.%+-]+@[\w.-]+[A-Za-z]"
+# A turn's role header (`assistant\n` after `<|im_start|>`) is one pre-token: the generation prompt
+# ends with it, so a merge fusing it with a reply's first word (`\nDone`) would give training a token
+# sequence the policy can never produce after the prompt it is served (it then always opened a
+# `<tool_call>`, the only reply start left unfused).
+ROLE_HEADER = r"\A(?:system|user|assistant|tool)\n"
 
 
 def build_tokenizer(
@@ -42,6 +48,7 @@ def build_tokenizer(
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [
+                pre_tokenizers.Split(Regex(ROLE_HEADER), "isolated"),
                 pre_tokenizers.Split(Regex(EMAIL), "isolated"),
                 pre_tokenizers.Digits(individual_digits=True),
                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
