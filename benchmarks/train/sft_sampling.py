@@ -28,6 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _env import SHORT_PROMPT, environment, policy_model, served, teacher_rows
+from sft_learns import split
 
 from weft_core.console import summary_table
 from weft_train.policy import Policy
@@ -47,7 +48,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with environment(n, tmp, seed=args.data_seed) as (client, everything):
         # The teacher is warmed up on other customers' reference trajectories than the tasks it
         # then samples, so acceptance measures a policy, not a memorised answer key.
-        warm_graphs, graphs = everything[: args.warmup_tasks], everything[args.warmup_tasks :]
+        # A seeded random split (as sft_learns'): the last customers have ids whose leading digits
+        # the warm-up never saw in that position, and the teacher copied `83` as `23`.
+        warm_graphs, graphs = split(everything, args.warmup_tasks, args.tasks, args.data_seed)
         rows = await teacher_rows(client, warm_graphs)
         recipe = SFTRecipe(
             preset=PRESETS[args.preset],
