@@ -60,10 +60,14 @@ async def test_cpu_bound_async_tool_is_preempted_and_others_go_on(
     spin = asyncio.create_task(client.call_tool(g1, rec.mcp_id, "spin", {"seconds": 40}))
     await asyncio.sleep(0)
     pong = await client.call_tool(g2, rec.mcp_id, "ping")
-    if pong.is_error and "timed out" in pong.text:
-        # This host shares the test's event loop: when ping's deadline started before the hog
-        # took the loop, it ran out during the hold. What must hold is that the session goes on.
-        pong = await client.call_tool(g2, rec.mcp_id, "ping")
+    async with asyncio.timeout(60):
+        while pong.is_error and "timed out" in pong.text:
+            # This host shares the test's event loop: a ping whose deadline started before the
+            # hog took the loop runs out during the hold, and on a loaded machine the hold (2 s
+            # plus the preemption's latency) can outlast more than one ping. What must hold is
+            # that the other session goes on once the hog is preempted.
+            await asyncio.sleep(0.1)
+            pong = await client.call_tool(g2, rec.mcp_id, "ping")
     assert pong.text == "pong", pong.text
     res = await spin
     assert res.is_error and "timed out after 2 s" in res.text, res.text
