@@ -48,6 +48,20 @@ class Flow:
     source: Found
 
 
+def _read_row(
+    task: AtomicTask, bundle: BundleView, entity_name: str, key: str, values: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The fixture row of `entity_name` a read task's reference calls look up by key."""
+    key_values = {
+        values.get(str(a).strip("{} "))
+        for call in task.reference_calls
+        if (c := bundle.contract(call.tool)) is not None and c.operation == "read"
+        for m in c.mappings
+        if m.role == "key" and (a := call.arguments.get(m.argument)) is not None
+    }
+    return next((r for r in task.seed_rows.get(entity_name, []) if r.get(key) in key_values), None)
+
+
 def reported_values(task: AtomicTask, bundle: BundleView, node: int) -> list[Found]:
     """What a read task reports, valued from the fixture row it reads (its key input's row)."""
     values = {i.name: i.value for i in task.inputs}
@@ -57,17 +71,7 @@ def reported_values(task: AtomicTask, bundle: BundleView, node: int) -> list[Fou
             entity = bundle.entities.entity(entity_name)
         except KeyError:
             continue
-        key_values = {
-            values.get(str(a).strip("{} "))
-            for call in task.reference_calls
-            if (c := bundle.contract(call.tool)) is not None and c.operation == "read"
-            for m in c.mappings
-            if m.role == "key" and (a := call.arguments.get(m.argument)) is not None
-        }
-        row = next(
-            (r for r in task.seed_rows.get(entity_name, []) if r.get(entity.key) in key_values),
-            None,
-        )
+        row = _read_row(task, bundle, entity_name, entity.key, values)
         if row is None:
             continue
         value = row.get(field)
@@ -218,17 +222,7 @@ def reported_ids(task: AtomicTask, bundle: BundleView, node: int) -> list[tuple[
             entity = bundle.entities.entity(entity_name)
         except KeyError:
             continue
-        key_values = {
-            values.get(str(a).strip("{} "))
-            for call in task.reference_calls
-            if (c := bundle.contract(call.tool)) is not None and c.operation == "read"
-            for m in c.mappings
-            if m.role == "key" and (a := call.arguments.get(m.argument)) is not None
-        }
-        row = next(
-            (r for r in task.seed_rows.get(entity_name, []) if r.get(entity.key) in key_values),
-            None,
-        )
+        row = _read_row(task, bundle, entity_name, entity.key, values)
         value = row.get(field) if row is not None else None
         if isinstance(value, str) and value:
             out.append((ident, Found(node, name, field, value)))
