@@ -60,6 +60,31 @@ async def test_acknowledged_write_is_in_every_later_checkpoint(
     assert acked == [4, 8, 12]
 
 
+async def test_a_waiter_does_not_wait_out_a_long_debounce(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    """Regression (CI, stop 24): POST /checkpoint flushed, then a racing write committed before
+    it read the versions to wait for; that write sat behind a 10-minute debounce and the call
+    timed out with a 500. A waiter now hurries the checkpoint, whether the write came before
+    it began waiting or while it waits."""
+    db = make_db(tmp_path / "live.sqlite")
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=600, max_delay_s=600)
+    _insert(db, "before-the-wait")
+    ckpt.notify_mutation(1)
+    ref = await ckpt.wait_durable(1, timeout=10)
+    assert ref is not None and ref.state_version == 1
+    waiting = asyncio.create_task(ckpt.wait_durable(2, timeout=10))
+    await asyncio.sleep(0.05)
+    _insert(db, "during-the-wait")
+    ckpt.notify_mutation(2)
+    ref = await waiting
+    assert ref is not None and ref.state_version == 2
+    store.restore_latest("s1", tmp_path / "r.sqlite")
+    assert row_ids(tmp_path / "r.sqlite") == [1, 2]
+    await ckpt.close()
+
+
 async def test_max_delay_bounds_a_continuous_burst(store: CheckpointStore, tmp_path: Path) -> None:
     db = make_db(tmp_path / "live.sqlite")
     lease = store.acquire("s1", "w")

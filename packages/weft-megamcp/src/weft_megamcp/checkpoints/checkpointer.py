@@ -151,6 +151,7 @@ class DebouncedCheckpointer:
         self._closed = False
         self._last_started: float | None = None  # loop time the previous checkpoint began
         self._workspace_sig: tuple[tuple[str, int, int], ...] | None = None
+        self._waiters = 0  # callers in wait_durable: they turn the debounce off
 
     @property
     def dirty(self) -> bool:
@@ -172,6 +173,8 @@ class DebouncedCheckpointer:
         if self._timer is not None:
             self._timer.cancel()
         delay = min(self.debounce_s, max(0.0, self._first_dirty + self.max_delay_s - now))
+        if self._waiters:
+            delay = 0.0
         if self._last_started is not None:
             delay = max(delay, self._last_started + self.min_interval_s - now)
         self._timer = loop.call_later(delay, self._fire)
@@ -257,15 +260,38 @@ class DebouncedCheckpointer:
         """Wait until a published checkpoint covers `version`; raises the checkpointer's failure.
         Returns the latest checkpoint (None only when `version` is 0 and none was ever taken)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        async with self._changed:
-            while self.durable_version < version:
-                if self.failure is not None:
-                    raise self.failure
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise TimeoutError(f"version {version} not checkpointed in time")
-                await asyncio.wait_for(self._changed.wait(), remaining)
+        self._waiters += 1
+        try:
+            async with self._changed:
+                while self.durable_version < version:
+                    if self.failure is not None:
+                        raise self.failure
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise TimeoutError(f"version {version} not checkpointed in time")
+                    self._hurry()
+                    await asyncio.wait_for(self._changed.wait(), remaining)
+        finally:
+            self._waiters -= 1
         return self.last_ref
+
+    def _hurry(self) -> None:
+        # Someone waits for this version: a debounce timer set before they came (possibly
+        # minutes long) must not keep them waiting. A pending retry keeps its back-off and
+        # min_interval_s still spaces checkpoints (it protects the store, not the caller).
+        if not self.dirty or self._retry_pending or self._closed:
+            return
+        if self._running is not None and not self._running.done():
+            return  # `_run` re-checks `dirty` when its checkpoint ends
+        loop = asyncio.get_running_loop()
+        delay = 0.0
+        if self._last_started is not None:
+            delay = max(0.0, self._last_started + self.min_interval_s - loop.time())
+        if self._timer is not None:
+            if self._timer.when() <= loop.time() + delay:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_later(delay, self._fire)
 
     async def flush(self) -> CheckpointRef | None:
         """Checkpoint now if anything is unsaved and wait for it (shutdown, offload, evict).
