@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import httpx
+import pytest
 
 from weft_megamcp.host import MegaMCPHost, bind_socket
+from weft_megamcp.settings import MegaMCPSettings
 
 
 def _nodelay(sock: socket.socket) -> bool:
@@ -34,3 +37,23 @@ async def test_embedded_host_connections_have_nodelay(host: MegaMCPHost) -> None
         ]
         assert accepted, "the host holds the client's keep-alive connection"
         assert all(_nodelay(s) for s in accepted)
+
+
+def test_settings_as_environ_reproduce_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a subprocess host is given: every setting, lists and paths included, read back
+    through the WEFT_MEGAMCP_* parser to the same values."""
+    from weft_megamcp.settings import load_settings
+
+    settings = MegaMCPSettings(
+        data_dir=Path("/tmp/weft-env-roundtrip"),
+        admin_token="tok",
+        allowed_hosts=["example.org", "a.test"],
+        sandbox="off",
+        sandbox_ro_paths=[Path("/opt/x")],
+        call_timeout_s=12.5,
+        screen_limited_cap=7,
+        log_level="debug",
+    )
+    for key, value in settings.as_environ().items():
+        monkeypatch.setenv(key, value)
+    assert load_settings(None) == settings

@@ -71,3 +71,26 @@ async def test_the_client_waits_for_a_place_then_gives_up_when_told(
         async with MegaMCPClient(host.url, host.admin_token, placement_wait_s=0) as impatient:
             with pytest.raises(MegaMCPRuntimeError, match="no room for another session"):
                 await impatient.create_group([rec.mcp_id])
+
+
+async def test_the_cap_given_in_settings_is_the_one_placed_by(tmp_path: Path) -> None:
+    """The cap travels in MegaMCPSettings (as `weft run` sizes it), not in os.environ."""
+    settings = MegaMCPSettings(
+        data_dir=tmp_path / "m", admin_token="admin-secret-token", screen_limited_cap=2
+    )
+    async with MegaMCPHost.running(settings) as host:
+        await _fill(host.url, host.admin_token, per_process=2, processes=1)
+
+
+@pytest.mark.slow
+async def test_a_subprocess_host_serves_with_the_settings_it_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: `running(subprocess=True)` passed the child only host, port, workers and data
+    dir; every other setting came from this process's environment instead of `settings`."""
+    settings = MegaMCPSettings(
+        data_dir=tmp_path / "m", admin_token="admin-secret-token", screen_limited_cap=2
+    )
+    monkeypatch.setenv("WEFT_MEGAMCP_SCREEN_LIMITED_CAP", "5")  # must not reach the child
+    async with MegaMCPHost.running(settings, subprocess=True) as host:
+        await _fill(host.url, host.admin_token, per_process=2, processes=1)

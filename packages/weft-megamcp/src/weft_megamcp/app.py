@@ -66,6 +66,7 @@ class HostCore:
             max_result_chars=settings.max_result_chars,
             group_max_calls=settings.group_max_calls,
             tool_threads=settings.tool_threads,
+            screening=settings.screening(),
         )
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[Any]] = []

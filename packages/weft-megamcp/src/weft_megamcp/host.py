@@ -110,7 +110,11 @@ class MegaMCPHost:
             port = probe.getsockname()[1]
             probe.close()
         assert settings.admin_token is not None
-        env = {**os.environ, "WEFT_MEGAMCP_ADMIN_TOKEN": settings.admin_token}
+        # The child reads every setting from its environment (flags only for those the CLI
+        # names): a WEFT_MEGAMCP_* variable of this process that the settings do not carry
+        # would otherwise override them there.
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith("WEFT_MEGAMCP_")}
+        env.update(settings.as_environ())
         argv = [
             sys.executable,
             "-m",

@@ -23,7 +23,7 @@ from weft_megamcp.app import HostCore
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState, cap_reached
 from weft_megamcp.host import STARTUP_TIMEOUT_S, bind_socket, url_of
-from weft_megamcp.screening import ScreeningSettings, session_cap
+from weft_megamcp.screening import session_cap
 from weft_megamcp.settings import MegaMCPSettings
 from weft_megamcp.worker import worker_main
 
@@ -86,7 +86,7 @@ class WorkerPool:
         self._supervisor: asyncio.Task[Any] | None = None
         self.replacements = 0
         self.policy = PlacementPolicy()
-        self.screening = ScreeningSettings()
+        self.screening = settings.screening()
         self.group_sessions: dict[str, dict[str, str]] = {}  # group -> {session_id: mcp key}
         self.migrations = 0
         self.crashes: list[tuple[str, int | None, str]] = []  # sessions whose worker died

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.sandbox import Sandbox, sandbox_for
+from weft_megamcp.screening import ScreeningSettings
 
 
 class MegaMCPSettings(BaseSettings):
@@ -150,6 +152,37 @@ class MegaMCPSettings(BaseSettings):
         "every call); it is always re-read before a write is acknowledged.",
     )
 
+    screen_limited_cap: int = Field(
+        default=4,
+        ge=1,
+        description="Sessions one process may serve at once of a module whose screen had "
+        "warning findings (WEFT_MEGAMCP_SCREEN_LIMITED_CAP).",
+    )
+    screen_shared_cap: int = Field(
+        default=100_000,
+        ge=1,
+        description="The same for modules with a clean screen: nothing process-global to "
+        "protect, so no real cap; placement balances workers by measured load instead.",
+    )
+
+    def screening(self) -> ScreeningSettings:
+        """The per-process session caps of screened modules this host places by."""
+        return ScreeningSettings(
+            limited_cap=self.screen_limited_cap, shared_cap=self.screen_shared_cap
+        )
+
+    def as_environ(self) -> dict[str, str]:
+        """Every setting as the WEFT_MEGAMCP_* variables that reproduce it in a child
+        `weft-megamcp serve` (None values are left out: unset is their default)."""
+        prefix = self.model_config.get("env_prefix", "")
+        out = {}
+        for name, value in self.model_dump(mode="json").items():
+            if value is None:
+                continue
+            text = value if isinstance(value, str) else json.dumps(value)
+            out[f"{prefix}{name}".upper()] = text
+        return out
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _lower_level(cls, value: Any) -> Any:
@@ -183,7 +216,7 @@ class MegaMCPSettings(BaseSettings):
 
 # Variables under the WEFT_MEGAMCP_ prefix that are not host settings: other settings classes'
 # prefixes and the client side's (`weft-megamcp stdio`, weft-tasks' MegaMCP backend).
-_OTHER_ENV = ("WEFT_MEGAMCP_HEALTH_", "WEFT_MEGAMCP_SCREEN_")
+_OTHER_ENV = ("WEFT_MEGAMCP_HEALTH_",)
 _CLIENT_ENV = {"WEFT_MEGAMCP_SESSION_TOKEN", "WEFT_MEGAMCP_URL"}
 DEFAULT_CONFIG = Path("megamcp.toml")
 

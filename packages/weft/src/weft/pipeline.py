@@ -58,31 +58,19 @@ async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
         async with MegaMCPClient(config.megamcp.url, config.megamcp.admin_token) as client:
             yield client
         return
-    settings = MegaMCPSettings(data_dir=config.out_dir / "megamcp", log_level="warning")
+    # A rollout holds one session group at a time (its episode's, then its replay's), so N
+    # rollouts at a time need N places; a screened per-process cap below that would make the
+    # extra rollouts queue. The embedded host serves only this run: its cap is sized to it,
+    # unless the user set one.
+    cap: dict[str, Any] = {}
+    if "WEFT_MEGAMCP_SCREEN_LIMITED_CAP" not in os.environ:
+        cap["screen_limited_cap"] = max(4, config.rollouts.concurrency)
+    settings = MegaMCPSettings(data_dir=config.out_dir / "megamcp", log_level="warning", **cap)
     async with (
-        _rollout_sized_screen_cap(config.rollouts.concurrency),
         MegaMCPHost.running(settings) as host,
         MegaMCPClient(host.url, host.admin_token) as client,
     ):
         yield client
-
-
-@asynccontextmanager
-async def _rollout_sized_screen_cap(concurrency: int) -> AsyncIterator[None]:
-    """A rollout holds one session group at a time (its episode's, then its replay's), so N
-    rollouts at a time need N places; a screened per-process cap below that makes the extra
-    rollouts queue for a place. The embedded host serves only this run: its cap is sized to it,
-    unless the user set one. The host reads the cap when it starts; the variable is removed when
-    the run ends."""
-    key = "WEFT_MEGAMCP_SCREEN_LIMITED_CAP"
-    if key in os.environ:
-        yield
-        return
-    os.environ[key] = str(max(4, concurrency))
-    try:
-        yield
-    finally:
-        os.environ.pop(key, None)
 
 
 # ----------------------------------------------------------------------------- stage 1

@@ -64,6 +64,7 @@ class GroupCore:
         max_result_chars: int = 4 * 1024 * 1024,
         group_max_calls: int = 8,
         tool_threads: int = 256,
+        screening: ScreeningSettings | None = None,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.groups_dir = self.data_dir / "groups"
@@ -80,7 +81,8 @@ class GroupCore:
         self.group_max_calls = group_max_calls
         self.tool_threads = tool_threads
         self.watchdog = LOOP_WATCHDOG
-        self.screening = ScreeningSettings()  # per-process session caps of screened modules
+        # Per-process session caps of screened modules (the host's settings, not the environ).
+        self.screening = screening or ScreeningSettings()
         # Held by running calls only; an idle group's semaphore goes with its last call.
         self._call_slots: weakref.WeakValueDictionary[str, asyncio.Semaphore] = (
             weakref.WeakValueDictionary()
