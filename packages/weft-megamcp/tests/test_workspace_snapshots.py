@@ -172,3 +172,19 @@ async def test_put_workspace_from_a_folder_and_a_missing_path(
         await client.put_workspace(m, tmp_path / "missing")
     with pytest.raises(MegaMCPUserError, match="does not name"):
         await client.create_group({m: None}, workspaces={"other": uri})
+
+
+def test_equal_trees_tar_to_equal_bytes_whenever_tarred(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workspaces are content-addressed: the gzip header must not stamp the time of tarring."""
+    import gzip
+
+    from weft_megamcp.checkpoints import tar_workspace
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("alpha")
+    monkeypatch.setattr(gzip.time, "time", lambda: 1_000_000_000.0)
+    first = tar_workspace(tmp_path)
+    monkeypatch.setattr(gzip.time, "time", lambda: 2_000_000_000.0)
+    assert tar_workspace(tmp_path) == first

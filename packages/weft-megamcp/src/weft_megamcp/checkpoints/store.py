@@ -22,6 +22,7 @@ Contract:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -108,9 +109,14 @@ def _sha256_file(path: Path) -> str:
 
 def tar_workspace(root: Path) -> bytes:
     """A deterministic gzip tarball of `root` (sorted names, zeroed mtimes) so equal trees hash
-    equal; symlinks are skipped so a checkpoint never captures anything outside the root."""
+    equal; symlinks are skipped so a checkpoint never captures anything outside the root. The
+    gzip header's timestamp is zeroed too: `tarfile`'s "w:gz" stamps the current time there, so
+    the same tree tarred a second later had another hash."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for path in sorted(root.rglob("*")):
             if path.is_symlink():
                 continue

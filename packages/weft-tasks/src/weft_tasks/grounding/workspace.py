@@ -131,6 +131,15 @@ def _near_name(path: str) -> str:
     return (p.parent / f"{stem}{p.suffix}").as_posix()
 
 
+def _label(value: dict[str, Any]) -> str | None:
+    """What a person would name the object's file by: its name, title or subject, else an id."""
+    for hint in ("name", "title", "subject", "email"):
+        for k, v in sorted(value.items()):
+            if hint in k and isinstance(v, str) and v:
+                return v
+    return next((str(v) for k, v in sorted(value.items()) if k.endswith("id") and v), None)
+
+
 def _slug(value: Any) -> str:
     return _SLUG.sub("-", str(value).lower()).strip("-")[:60] or "record"
 
@@ -151,7 +160,7 @@ def ground_workspaces(graph: TaskGraph, bundles: dict[str, BundleView]) -> Works
         for b in graph.bindings:
             lines = [f"{k}: {v}" for k, v in sorted(b.value.items()) if v not in (None, "")]
             if lines:
-                path = f"records/{_slug(b.entity)}/{_slug(b.name)}.txt"
+                path = f"records/{_slug(b.entity)}/{_slug(_label(b.value) or b.name)}.txt"
                 candidates.append((1, path, f"{b.entity} record\n" + "\n".join(lines) + "\n"))
         for path in targets:
             twin = _near_name(path)
