@@ -188,3 +188,23 @@ def test_equal_trees_tar_to_equal_bytes_whenever_tarred(
     first = tar_workspace(tmp_path)
     monkeypatch.setattr(gzip.time, "time", lambda: 2_000_000_000.0)
     assert tar_workspace(tmp_path) == first
+
+
+async def test_a_session_with_no_checkpoint_recovers_to_its_initial_workspace(
+    client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost, tmp_path: Path
+) -> None:
+    """Recovery with no checkpoint starts a session over from its initial state: the stored
+    workspace it was created from, not the bundle's seed."""
+    m = notes.mcp_id
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "brief.md").write_text("initial")
+    uri = await client.put_workspace(m, folder)
+    g = await client.create_group({m: None}, workspaces={m: uri})
+    await client.call_tool(g, m, "write_note", {"path": "brief.md", "text": "changed"})
+    assert host.core is not None
+    group = host.core.manager.get(g.group_id)
+    assert group.sessions[m].initial_workspace_uri == uri  # persisted with the group
+    async with host.core.manager.quiesced(group):
+        host.core.recovery._restore_checkpoint(group.sessions[m], None)
+    assert await _note(client, g, m, "brief.md") == "initial"
