@@ -108,3 +108,12 @@ def test_a_file_a_check_could_see_is_not_grounded(libraries: list[Any]) -> None:
         out = ground_workspaces(bad, bundles)
         assert target not in out.files().get("notes", {})
         assert any(target in d for d in out.dropped)
+
+
+def test_a_written_path_that_climbs_out_is_not_grounded(tmp_path: Path) -> None:
+    from weft_tasks.exceptions import TasksUserError
+    from weft_tasks.grounding.workspace import write_workspace_tree
+
+    with pytest.raises(TasksUserError, match="lands outside the workspace"):
+        write_workspace_tree(None, {"../../escape.txt": "x"}, tmp_path / "ws")
+    assert not (tmp_path / "escape.txt").exists()

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from weft_core.models import ReturnContains, TaskGraph, WorkspaceFile
 from weft_tasks.atomic.bundle import BundleView
+from weft_tasks.exceptions import TasksUserError
 
 Files = dict[str, str]
 """Workspace-relative path -> text content."""
@@ -120,7 +121,9 @@ def _written_paths(graph: TaskGraph, mcp: str, bundle: BundleView) -> list[str]:
             raw = call.arguments.get(roles["path"])
             m = _TEMPLATE.match(raw) if isinstance(raw, str) else None
             value = values.get(m.group(1)) if m else raw
-            if isinstance(value, str) and value.strip() and _norm(value) not in out:
+            if not isinstance(value, str) or not value.strip() or ".." in value.split("/"):
+                continue  # no path, or one that climbs out (the server refuses it anyway)
+            if _norm(value) not in out:
                 out.append(_norm(value))
     return out
 
@@ -187,6 +190,6 @@ def write_workspace_tree(seed: Path | None, files: Files, dest: Path) -> None:
     for rel, text in files.items():
         target = dest / _norm(rel)
         if dest.resolve() not in target.resolve().parents:
-            raise ValueError(f"grounded file {rel!r} lands outside the workspace")
+            raise TasksUserError(f"grounded file {rel!r} lands outside the workspace {dest}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
