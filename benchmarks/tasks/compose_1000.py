@@ -177,7 +177,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         summary_table(
             "Domain coverage", ["domain", "composed tasks"], list(report.stats.domains.items())
         )
-    result["contents"] = contents = corpus_stats.measure(out)
+    result["contents"] = contents = await corpus_stats.measure_async(out)
     corpus_stats.show(contents)
     (out / "benchmark.json").write_text(json.dumps(result, indent=2, default=str))
     print(f"written: {out / 'benchmark.json'}")

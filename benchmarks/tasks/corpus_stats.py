@@ -16,7 +16,11 @@ figure is recomputed from the task graphs, the library files and the SQLite snap
   Algorithm 1 generated after its first round;
 - objectives: distinct objective templates (values masked) among the tasks;
 - grounding: snapshots with rows that are not in the bundle's seed (new entities), with a
-  near-duplicate of a target row (distractor), tasks whose file MCP has an initial workspace;
+  near-duplicate of a target row (distractor); for a file MCP, the files its restored initial
+  workspace holds beyond the bundle's seed (new entities) and a new file named almost like one a
+  node writes (distractor): the corpus' snapshot copies go into a fresh MegaMCP host, a group
+  is created from the task's refs and the MCP's listing tool looks (a ref's declared
+  `workspace_uri` counts for nothing);
 - views: nodes whose SimUser request differs between partial and full (and vague and full),
   among nodes with an input the agent can retrieve (goal >= 50%).
 """
@@ -24,13 +28,15 @@ figure is recomputed from the task graphs, the library files and the SQLite snap
 from __future__ import annotations
 
 import argparse
+import asyncio
 import difflib
 import json
 import re
 import sqlite3
 import statistics
+import tempfile
 from collections import Counter
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from weft_core.console import summary_table
@@ -183,10 +189,88 @@ def _natural(row: dict[str, Any], key: str) -> str:
     return ""
 
 
-def grounding_stats(
+def _listed_paths(value: Any) -> set[str]:
+    """Every file a listing tool's JSON return names: items with a `path` (and a file `type`,
+    when typed), or the strings of a plain list."""
+    out: set[str] = set()
+    if isinstance(value, list):
+        for v in value:
+            out |= {v.strip()} if isinstance(v, str) else _listed_paths(v)
+    elif isinstance(value, dict):
+        path = value.get("path")
+        if isinstance(path, str) and "items" not in value and value.get("type", "file") == "file":
+            out.add(path.strip())
+        for v in value.values():
+            if isinstance(v, dict | list):
+                out |= _listed_paths(v)
+    return {p.removeprefix("./").lstrip("/") for p in out if p.strip("./")}
+
+
+def _seed_files(bundle: BundleView) -> set[str]:
+    root = Path(bundle.path) / "seed_workspace"
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+def _is_file_mcp(bundle: BundleView) -> bool:
+    return any(c.operation.startswith("file_") for c in bundle.contracts.contracts)
+
+
+async def restored_workspaces(
     graphs: list[TaskGraph], bundles: dict[str, BundleView], snap_dir: Path
+) -> dict[tuple[str, str], set[str]]:
+    """(task id, file MCP) -> the files an agent sees in the task's initial state: the corpus'
+    snapshot copies are put into a fresh MegaMCP host with an empty store, a group is created
+    from the task's refs alone, and the MCP's own listing tool lists the workspace root. What a
+    ref merely declares counts for nothing."""
+    from weft_tasks.atomic.megamcp import Registrar, megamcp_client
+    from weft_tasks.grounding.reachability import restore_snapshots
+
+    out: dict[tuple[str, str], set[str]] = {}
+    wanted = [
+        (g, mcp, ref)
+        for g in graphs
+        for mcp, ref in g.initial_snapshots.items()
+        if mcp in bundles and _is_file_mcp(bundles[mcp])
+    ]
+    if not wanted:
+        return out
+    with tempfile.TemporaryDirectory(prefix="weft-corpus-stats-") as tmp:
+        async with megamcp_client(data_dir=Path(tmp)) as client:
+            reg = Registrar(client)
+            ids = {m: await reg.mcp_id(Path(b.path)) for m, b in bundles.items()}
+            await restore_snapshots(client, graphs, [snap_dir])
+            for g, mcp, ref in wanted:
+                lister = next(
+                    c for c in bundles[mcp].contracts.contracts if c.operation == "file_list"
+                )
+                arg = next((m.argument for m in lister.mappings if m.role == "path"), None)
+                group = await client.create_group(
+                    {ids[mcp]: ref.uri},
+                    workspaces={ids[mcp]: ref.workspace_uri} if ref.workspace_uri else None,
+                )
+                try:
+                    res = await client.call_tool(
+                        group, ids[mcp], lister.tool, {arg: "/"} if arg else {}
+                    )
+                    try:
+                        listed = json.loads(res.text) if not res.is_error else []
+                    except ValueError:
+                        listed = res.text.splitlines()
+                    out[(g.id, mcp)] = _listed_paths(listed)
+                finally:
+                    await client.close(group)
+    return out
+
+
+def grounding_stats(
+    graphs: list[TaskGraph],
+    bundles: dict[str, BundleView],
+    snap_dir: Path,
+    workspaces: dict[tuple[str, str], set[str]] | None = None,
 ) -> dict[str, Any]:
+    """`workspaces`: what `restored_workspaces` saw in each file MCP's initial state."""
     snaps = new = dup = workspace = file_tasks = file_with_ws = 0
+    seen = workspaces or {}
     for g in graphs:
         targets = {
             i.value
@@ -201,9 +285,29 @@ def grounding_stats(
                 continue
             snaps += 1
             workspace += ref.workspace_uri is not None
-            if not b.entities.entities:
+            if _is_file_mcp(b):
+                # new entities: files the initial state holds beyond the bundle's seed;
+                # distractors: a new file named almost like a file a node writes
                 has_files = True
-                file_with_ws += ref.workspace_uri is not None
+                extra = seen.get((g.id, mcp), set()) - _seed_files(b)
+                file_with_ws += bool(extra)
+                new += bool(extra)
+                names = {
+                    PurePosixPath(str(i.value)).name
+                    for n in g.nodes
+                    if n.task.mcp == mcp
+                    for i in n.inputs
+                    if isinstance(i.value, str) and "/" in i.value
+                }
+                dup += any(
+                    PurePosixPath(p).name not in names
+                    and any(
+                        difflib.SequenceMatcher(None, PurePosixPath(p).name, t).ratio() >= 0.8
+                        for t in names
+                    )
+                    for p in extra
+                )
+                continue
             db = snap_dir / f"{ref.sha256}.sqlite"
             if not db.exists():
                 continue
@@ -271,10 +375,12 @@ def view_stats(graphs: list[TaskGraph]) -> dict[str, Any]:
     }
 
 
-def measure(out: Path) -> dict[str, Any]:
+async def measure_async(out: Path) -> dict[str, Any]:
     libs = load_library(out / "lib")
     bundles = {lib.mcp: lib.bundle for lib in libs}
     graphs = [TaskGraph.load(p) for p in sorted((out / "tasks" / "tasks").glob("*.json"))]
+    snap_dir = out / "tasks" / "snapshots"
+    seen = await restored_workspaces(graphs, bundles, snap_dir)
     return {
         "tasks": len(graphs),
         "flow": flow_stats(graphs, bundles),
@@ -282,9 +388,13 @@ def measure(out: Path) -> dict[str, Any]:
         "contradictions": contradiction_stats(graphs, bundles),
         "chains": chain_stats(libs, out / "lib"),
         "objectives": objective_stats(graphs),
-        "grounding": grounding_stats(graphs, bundles, out / "tasks" / "snapshots"),
+        "grounding": grounding_stats(graphs, bundles, snap_dir, seen),
         "views": view_stats(graphs),
     }
+
+
+def measure(out: Path) -> dict[str, Any]:
+    return asyncio.run(measure_async(out))
 
 
 def show(m: dict[str, Any]) -> None:
@@ -332,7 +442,7 @@ def show(m: dict[str, Any]) -> None:
         ],
         ["snapshots with a near-duplicate distractor", f"{gr['with_near_duplicate_pct']}%", "100%"],
         [
-            "file tasks with an initial workspace",
+            "file tasks whose restored workspace holds grounded files",
             f"{gr['file_tasks_with_workspace']}/{gr['file_tasks']}",
             "all",
         ],

@@ -78,6 +78,7 @@ class HostedSession:
     initial_sha: str | None
     state_version: int = 0
     dedicated: bool = False  # served by its own process (command servers, screen failures)
+    initial_workspace_uri: str | None = None  # stored initial workspace; None: the seed's
     ledger: SessionLedger = field(init=False)
     lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
     # The write gate: a tool call holds it from before it runs until its state version is
@@ -125,6 +126,7 @@ class HostedSession:
             "expires_at": self.expires_at,
             "initial_uri": self.initial_uri,
             "initial_sha": self.initial_sha,
+            "initial_workspace_uri": self.initial_workspace_uri,
             "state_version": self.state_version,
             "dedicated": self.dedicated,
         }
@@ -144,6 +146,7 @@ class HostedSession:
             initial_sha=data.get("initial_sha"),
             state_version=int(data.get("state_version", 0)),
             dedicated=bool(data.get("dedicated", False)),
+            initial_workspace_uri=data.get("initial_workspace_uri"),
         )
 
 

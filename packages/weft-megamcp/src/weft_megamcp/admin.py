@@ -6,6 +6,7 @@ reachable here.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from typing import Any, Protocol
 
@@ -27,6 +28,7 @@ from weft_megamcp.models import (
     GroupHandle,
     GroupInfo,
     RunRequest,
+    SessionSnapshot,
     VerificationResult,
 )
 from weft_megamcp.recovery import SessionRecovery
@@ -54,6 +56,12 @@ class VerifierRequest(BaseModel):
 
 class RestoreRequest(BaseModel):
     snapshot_id: str
+
+
+class ExportRequest(BaseModel):
+    snapshot_id: str | None = Field(
+        default=None, description="Export this snapshot of the group; None: its live state."
+    )
 
 
 class ForkRequest(BaseModel):
@@ -155,6 +163,11 @@ def build_admin(core: AdminCore) -> FastAPI:
         core.registry.get(mcp_id)
         return core.registry.put_snapshot(mcp_id, req.path)
 
+    @r.post("/mcps/{mcp_id}/workspaces")
+    async def put_workspace(mcp_id: str, req: SnapshotRequest) -> SnapshotRecord:
+        core.registry.get(mcp_id)
+        return await asyncio.to_thread(core.registry.put_workspace, mcp_id, req.path)
+
     @r.post("/verifiers")
     async def put_verifier(req: VerifierRequest) -> VerifierRecord:
         return core.registry.put_verifier(req.kind, req.content.encode("utf-8"))
@@ -212,6 +225,10 @@ def build_admin(core: AdminCore) -> FastAPI:
     @r.post("/groups/{group_id}/snapshot")
     async def snapshot(group_id: str) -> dict[str, str]:
         return {"snapshot_id": await m.snapshot(group_id)}
+
+    @r.post("/groups/{group_id}/export")
+    async def export(group_id: str, req: ExportRequest) -> dict[str, SessionSnapshot]:
+        return await m.export(group_id, req.snapshot_id)
 
     @r.post("/groups/{group_id}/restore")
     async def restore(group_id: str, req: RestoreRequest) -> GroupInfo:

@@ -109,7 +109,7 @@ async def run_batch(core: HostCore, group_id: str, req: BatchRequest) -> BatchRe
 
 
 async def run_group(core: HostCore, req: RunRequest) -> BatchResult:
-    """Store the request's initial DBs, create a group from them, run the batch on it and (by
+    """Store the request's initial DBs and workspaces, create a group from them, run the batch on it and (by
     default) close it: one request in all."""
     create = req.create
     if req.snapshots:
@@ -121,6 +121,15 @@ async def run_group(core: HostCore, req: RunRequest) -> BatchResult:
             core.registry.get(mcp_id)
             mcps[key] = core.registry.put_snapshot(mcp_id, path).uri
         create = create.model_copy(update={"mcps": mcps})
+    if req.workspace_files:
+        workspaces = dict(create.workspaces)
+        for key, path in req.workspace_files.items():
+            if key not in create.mcps:
+                raise MegaMCPUserError(f"workspace for {key!r}, which the group does not name")
+            mcp_id = key.partition("@")[0]
+            core.registry.get(mcp_id)
+            workspaces[key] = core.registry.put_workspace(mcp_id, path).uri
+        create = create.model_copy(update={"workspaces": workspaces})
     handle = await core.create_group(create)
     out = await run_batch(core, handle.group_id, req)
     out.handle = handle

@@ -42,6 +42,7 @@ from weft_megamcp.models import (
     GroupHandle,
     GroupInfo,
     SessionInfo,
+    SessionSnapshot,
     VerificationResult,
 )
 from weft_megamcp.registry import MCPRecord
@@ -168,6 +169,14 @@ class MegaMCPClient:
         )
         return str(data["uri"])
 
+    async def put_workspace(self, mcp_id: str, path: str | Path) -> str:
+        """Store an immutable initial workspace (a host-side folder, or its gzip tarball);
+        returns its URI (for create_group's `workspaces`)."""
+        data = await self._req(
+            "POST", f"/admin/mcps/{mcp_id}/workspaces", {"path": str(Path(path).resolve())}
+        )
+        return str(data["uri"])
+
     async def put_verifier(self, kind: str, content: str | Verifier) -> str:
         """Store a verifier ('checks': a Verifier; 'python': source); returns its id."""
         text = content if isinstance(content, str) else content.model_dump_json()
@@ -185,9 +194,11 @@ class MegaMCPClient:
         verifier: Verifier | str | None = None,
         task_id: str | None = None,
         bindings: dict[str, Any] | None = None,
+        workspaces: dict[str, str] | None = None,
     ) -> GroupHandle:
         """One private session per MCP ('id' or 'id@version'), each from its snapshot URI or seed;
-        `verifier` is a Verifier or a registered verifier's id, `bindings` add to its bindings."""
+        `verifier` is a Verifier or a registered verifier's id, `bindings` add to its bindings;
+        `workspaces` (MCP key -> workspace URI) start those sessions' workspaces from them."""
         body = {
             "mcps": {m: None for m in mcps} if isinstance(mcps, list) else mcps,
             "verifier": verifier.model_dump(mode="json")
@@ -195,6 +206,7 @@ class MegaMCPClient:
             else verifier,
             "task_id": task_id,
             "bindings": bindings or {},
+            "workspaces": workspaces or {},
         }
         return GroupHandle.model_validate(await self._req("POST", "/admin/groups", body))
 
@@ -275,15 +287,20 @@ class MegaMCPClient:
         stop_on_error: bool = True,
         close: bool = True,
         snapshots: dict[str, str | Path] | None = None,
+        workspaces: dict[str, str] | None = None,
+        workspace_files: dict[str, str | Path] | None = None,
     ) -> BatchResult:
         """Create a group, run `ops` on it and close it (unless `close=False`): one request.
-        `snapshots` (MCP key -> host-side path of an initial DB) are stored first, as
-        `put_snapshot` would, and those sessions start from them."""
+        `snapshots` (MCP key -> host-side path of an initial DB) and `workspace_files` (MCP key
+        -> host-side folder or tarball of an initial workspace) are stored first, as
+        `put_snapshot` / `put_workspace` would, and those sessions start from them;
+        `workspaces`: MCP key -> an already stored workspace's URI."""
         create = CreateGroupRequest(
             mcps={m: None for m in mcps} if isinstance(mcps, list) else mcps,
             verifier=verifier,
             task_id=task_id,
             bindings=bindings or {},
+            workspaces=workspaces or {},
         )
         req = {
             "create": create.model_dump(mode="json"),
@@ -291,6 +308,9 @@ class MegaMCPClient:
                 mode="json"
             ),
             "snapshots": {m: str(Path(p).resolve()) for m, p in (snapshots or {}).items()},
+            "workspace_files": {
+                m: str(Path(p).resolve()) for m, p in (workspace_files or {}).items()
+            },
         }
         return BatchResult.model_validate(await self._req("POST", "/admin/runs", req))
 
@@ -308,6 +328,16 @@ class MegaMCPClient:
             "POST", f"/admin/groups/{_gid(group)}/restore", {"snapshot_id": snapshot_id}
         )
         return GroupInfo.model_validate(data)
+
+    async def export(
+        self, group: GroupRef, snapshot_id: str | None = None
+    ) -> dict[str, SessionSnapshot]:
+        """Store the group's live state (or its snapshot `snapshot_id`) in the host's object
+        store: per MCP id, the DB's and the workspace's URIs for `create_group`."""
+        data = await self._req(
+            "POST", f"/admin/groups/{_gid(group)}/export", {"snapshot_id": snapshot_id}
+        )
+        return {m: SessionSnapshot.model_validate(v) for m, v in data.items()}
 
     async def fork(self, group: GroupRef, n: int) -> list[GroupHandle]:
         data = await self._req("POST", f"/admin/groups/{_gid(group)}/fork", {"n": n})

@@ -108,6 +108,22 @@ class CreateGroupRequest(BaseModel):
     bindings: dict[str, Any] = Field(
         default_factory=dict, description="Entity bindings for check values."
     )
+    workspaces: dict[str, str] = Field(
+        default_factory=dict,
+        description="MCP key of `mcps` -> initial workspace URI (POST /admin/mcps/{id}/workspaces "
+        "or a group's export); that session's workspace starts as it, not as the seed's.",
+    )
+
+
+class SessionSnapshot(BaseModel):
+    """One session's exported state: its DB and its workspace, stored in the object store by
+    content, so `create_group(mcps={mcp: uri}, workspaces={mcp: workspace_uri})` brings both back
+    on any host that shares the store."""
+
+    mcp_id: str
+    uri: str | None = Field(default=None, description="The DB's URI; None: the session has none.")
+    sha256: str | None = None
+    workspace_uri: str | None = None
 
 
 class CallOp(BaseModel):
@@ -164,6 +180,12 @@ class RunRequest(BatchRequest):
         description="MCP key of `create.mcps` -> host-side path of an initial DB to store first "
         "(as POST /admin/mcps/{id}/snapshots does); that session starts from it. Saves a "
         "request per MCP for a replay from fresh snapshots.",
+    )
+    workspace_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="MCP key of `create.mcps` -> host-side path of an initial workspace (a folder "
+        "or its gzip tarball) to store first (as POST /admin/mcps/{id}/workspaces does); that "
+        "session's workspace starts from it.",
     )
 
 

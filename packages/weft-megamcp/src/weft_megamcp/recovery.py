@@ -51,7 +51,7 @@ from weft_megamcp.groups import GroupManager
 from weft_megamcp.ledger import SessionLedger
 from weft_megamcp.models import GroupStatus, RuntimeState
 from weft_megamcp.objectstore import ObjectStore
-from weft_megamcp.seeding import seed_workspace
+from weft_megamcp.seeding import initial_workspace
 
 log = logging.getLogger("weft_megamcp.recovery")
 
@@ -393,7 +393,8 @@ class SessionRecovery:
             shutil.rmtree(s.workspace, ignore_errors=True)
             s.workspace.mkdir(exist_ok=True)
             registry = self.manager.registry
-            seed_workspace(registry, registry.get(s.mcp_id, s.version), s.workspace)
+            record = registry.get(s.mcp_id, s.version)
+            initial_workspace(registry, record, s.workspace, s.initial_workspace_uri)
             s.state_version = 0
         # The ledger keeps exactly the calls whose effects the restored state holds.
         kept = [e for e in s.ledger.entries if e.state_version <= s.state_version]

@@ -6,6 +6,10 @@ seed only into a missing folder never did: file tasks started empty. The seed is
 registered source tree (content-addressed, so it versions with the code) and is copied here
 whenever a session starts from its initial state: at group creation, and on recovery when no
 checkpoint exists yet.
+
+A session may instead start from a stored initial workspace (a task's grounded files, or a
+group's exported snapshot): a content-addressed tarball in the object store, verified by its
+sha256 and refused if a member is a link or lands outside the folder, then swapped in whole.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from weft_megamcp.checkpoints._errors import WorkspaceArchiveError
+from weft_megamcp.checkpoints.store import install_workspace
+from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.registry import MCPKind, MCPRecord, Registry
 
 SEED_WORKSPACE = "seed_workspace"
@@ -30,3 +37,18 @@ def seed_workspace(registry: Registry, record: MCPRecord, workspace: Path) -> No
     if src.is_dir():
         workspace.mkdir(parents=True, exist_ok=True)
         shutil.copytree(src, workspace, dirs_exist_ok=True)
+
+
+def initial_workspace(
+    registry: Registry, record: MCPRecord, workspace: Path, uri: str | None
+) -> None:
+    """Put a session's workspace in its initial state: the stored workspace `uri` names (in
+    place of the seed), or the record's seed workspace when `uri` is None."""
+    if uri is None:
+        seed_workspace(registry, record, workspace)
+        return
+    data = registry.workspace_tarball(uri)
+    try:
+        install_workspace(data, workspace)
+    except WorkspaceArchiveError as exc:
+        raise MegaMCPUserError(f"initial workspace {uri} of {record.mcp_id}: {exc}") from None

@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from weft_core.models import LedgerEntry, Verifier
-from weft_megamcp.models import CallResult, GroupHandle, GroupInfo, VerificationResult
+from weft_megamcp.models import (
+    CallResult,
+    GroupHandle,
+    GroupInfo,
+    SessionSnapshot,
+    VerificationResult,
+)
 from weft_megamcp.registry import MCPRecord
 
 GroupRef = GroupHandle | str
@@ -31,14 +37,21 @@ class GroupService(Protocol):
         """Store an immutable initial DB; returns its URI for `create_group`."""
         ...
 
+    async def put_workspace(self, mcp_id: str, path: str | Path) -> str:
+        """Store an immutable initial workspace (a folder, or its gzip tarball); returns its URI
+        for `create_group`'s `workspaces`. A tarball with a link or an escaping member is refused."""
+        ...
+
     async def create_group(
         self,
         mcps: dict[str, str | None] | list[str],
         verifier: Verifier | str | None = None,
         task_id: str | None = None,
         bindings: dict[str, Any] | None = None,
+        workspaces: dict[str, str] | None = None,
     ) -> GroupHandle:
-        """One private session per MCP id, from its snapshot URI (None: the bundle's seed)."""
+        """One private session per MCP id, from its snapshot URI (None: the bundle's seed), and
+        its workspace from `workspaces` (MCP id -> workspace URI; absent: the bundle's seed)."""
         ...
 
     async def fork(self, group: GroupRef, n: int) -> list[GroupHandle]:
@@ -50,6 +63,13 @@ class GroupService(Protocol):
         ...
 
     async def restore(self, group: GroupRef, snapshot_id: str) -> GroupInfo: ...
+
+    async def export(
+        self, group: GroupRef, snapshot_id: str | None = None
+    ) -> dict[str, SessionSnapshot]:
+        """Store the group's live state (or its snapshot) by content: per MCP id, the URIs of
+        its DB and workspace, from which `create_group` starts a new group in that state."""
+        ...
 
     async def call_tool(
         self, group: GroupHandle, mcp_id: str, tool: str, arguments: dict[str, Any] | None = None

@@ -20,7 +20,12 @@ async def _corpus(libraries: list[Any], out: Path, concurrency: int) -> dict[str
     async with megamcp_client(data_dir=out / ".megamcp") as client:
         graphs, report = await compose_tasks(libraries, client, out, 5, settings=settings)
     assert len(graphs) == 5, report.rejections
-    files = sorted((out / "tasks").glob("*.json")) + sorted((out / "snapshots").glob("*.sqlite"))
+    snaps = out / "snapshots"
+    files = [
+        *sorted((out / "tasks").glob("*.json")),
+        *sorted(snaps.glob("*.sqlite")),
+        *sorted(snaps.glob("*.tar.gz")),  # initial workspaces of file MCPs
+    ]
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in files}
 
 

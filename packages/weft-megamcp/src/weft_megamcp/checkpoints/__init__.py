@@ -6,6 +6,7 @@ from weft_megamcp.checkpoints._errors import (
     CheckpointNotFoundError,
     FencingError,
     LeaseHeldError,
+    WorkspaceArchiveError,
 )
 from weft_megamcp.checkpoints.checkpointer import (
     DebouncedCheckpointer,
@@ -13,7 +14,15 @@ from weft_megamcp.checkpoints.checkpointer import (
     snapshot_sqlite,
 )
 from weft_megamcp.checkpoints.reaper import Reaper, ReapReport, ShutdownJournal
-from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease, SessionStatus
+from weft_megamcp.checkpoints.store import (
+    CheckpointRef,
+    CheckpointStore,
+    Lease,
+    SessionStatus,
+    check_workspace_tarball,
+    install_workspace,
+    tar_workspace,
+)
 
 __all__ = [
     "CheckpointError",
@@ -28,6 +37,10 @@ __all__ = [
     "Reaper",
     "SessionStatus",
     "ShutdownJournal",
+    "WorkspaceArchiveError",
     "backup_sqlite",
+    "check_workspace_tarball",
+    "install_workspace",
     "snapshot_sqlite",
+    "tar_workspace",
 ]

@@ -19,3 +19,8 @@ class LeaseHeldError(CheckpointError):
 
 class CheckpointNotFoundError(MegaMCPUserError):
     """No checkpoint exists for the requested session."""
+
+
+class WorkspaceArchiveError(MegaMCPUserError):
+    """A workspace tarball is not one MegaMCP writes: corrupt, or a member that would land
+    outside its folder or is a link."""

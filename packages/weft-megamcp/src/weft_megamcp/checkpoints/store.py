@@ -22,6 +22,7 @@ Contract:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -44,9 +45,18 @@ from weft_megamcp.checkpoints._errors import (
     CheckpointNotFoundError,
     FencingError,
     LeaseHeldError,
+    WorkspaceArchiveError,
 )
 
-__all__ = ["CheckpointRef", "CheckpointStore", "Lease", "SessionStatus", "tar_workspace"]
+__all__ = [
+    "CheckpointRef",
+    "CheckpointStore",
+    "Lease",
+    "SessionStatus",
+    "check_workspace_tarball",
+    "install_workspace",
+    "tar_workspace",
+]
 
 _SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _GEN_RE = re.compile(r"^g(\d{8})$")
@@ -99,9 +109,14 @@ def _sha256_file(path: Path) -> str:
 
 def tar_workspace(root: Path) -> bytes:
     """A deterministic gzip tarball of `root` (sorted names, zeroed mtimes) so equal trees hash
-    equal; symlinks are skipped so a checkpoint never captures anything outside the root."""
+    equal; symlinks are skipped so a checkpoint never captures anything outside the root. The
+    gzip header's timestamp is zeroed too: `tarfile`'s "w:gz" stamps the current time there, so
+    the same tree tarred a second later had another hash."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
         for path in sorted(root.rglob("*")):
             if path.is_symlink():
                 continue
@@ -117,10 +132,50 @@ def tar_workspace(root: Path) -> bytes:
     return buf.getvalue()
 
 
+def check_workspace_tarball(data: bytes, *, where: str = "workspace tarball") -> None:
+    """Refuse a tarball `tar_workspace` could not have written: not a gzip tar, or a member
+    that is not a plain file or folder (a link, a device) or whose name is absolute or climbs
+    out with `..`. One line naming the member; a hostile blob never reaches the disk."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            members = tar.getmembers()
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise WorkspaceArchiveError(f"{where}: not a gzip tarball ({exc})") from None
+    for m in members:
+        parts = m.name.replace("\\", "/").split("/")
+        if m.name.startswith("/") or ".." in parts or (parts and parts[0].endswith(":")):
+            raise WorkspaceArchiveError(f"{where}: member {m.name!r} escapes the workspace")
+        if not (m.isfile() or m.isdir()):
+            raise WorkspaceArchiveError(
+                f"{where}: member {m.name!r} is not a plain file or folder (links are refused)"
+            )
+
+
 def _untar_workspace(data: bytes, dest: Path) -> None:
+    check_workspace_tarball(data)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         tar.extractall(dest, filter="data")  # "data" refuses absolute paths, .. and links out
+
+
+def install_workspace(data: bytes, dest: Path) -> None:
+    """Replace folder `dest` by the tarball's tree, atomically: extracted into a staging folder
+    beside it (checked first, see `check_workspace_tarball`), then swapped in by renames, so a
+    failure leaves `dest` as it was."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".ws-"))
+    try:
+        _untar_workspace(data, staging)
+    except BaseException:
+        _rmtree(staging)
+        raise
+    if dest.exists():
+        old = dest.with_name(f".old-{uuid.uuid4().hex}")
+        dest.rename(old)
+        staging.rename(dest)
+        _rmtree(old)
+    else:
+        staging.rename(dest)
 
 
 class CheckpointStore:
@@ -429,16 +484,10 @@ class CheckpointStore:
                 raise CheckpointError(f"checkpoint object {ref.workspace_key} is missing") from exc
             if hashlib.sha256(blob).hexdigest() != ref.workspace_sha256:
                 raise CheckpointError(f"checkpoint {ref.workspace_key} fails its sha256")
-            dest = Path(workspace_dest)
-            staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".ws-"))
-            _untar_workspace(blob, staging)
-            if dest.exists():
-                old = dest.with_name(f".old-{uuid.uuid4().hex}")
-                dest.rename(old)
-                staging.rename(dest)
-                _rmtree(old)
-            else:
-                staging.rename(dest)
+            try:
+                install_workspace(blob, Path(workspace_dest))
+            except WorkspaceArchiveError as exc:  # hash-checked, so written that way: corrupt
+                raise CheckpointError(f"checkpoint {ref.workspace_key}: {exc}") from None
 
     def restore_latest(
         self, session_id: str, db_dest: str | Path, workspace_dest: str | Path | None = None

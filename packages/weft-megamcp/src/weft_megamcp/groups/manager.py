@@ -35,7 +35,7 @@ from weft_megamcp.health import cap_reached
 from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupStatus, VerificationResult
 from weft_megamcp.registry import MCPKind, MCPRecord
 from weft_megamcp.screening import session_cap
-from weft_megamcp.seeding import seed_workspace
+from weft_megamcp.seeding import initial_workspace
 from weft_megamcp.verifier import run_verifier
 
 
@@ -51,6 +51,9 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
             raise MegaMCPUserError(
                 "verifier has no checks: it can never pass (omit it, or give checks)"
             )
+        unknown = sorted(set(request.workspaces) - set(request.mcps))
+        if unknown:
+            raise MegaMCPUserError(f"workspaces for {unknown}, which the group does not name")
         plans = []
         for key, snapshot_uri in request.mcps.items():
             mcp_id, _, ver = key.partition("@")
@@ -63,7 +66,7 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
             record = self.registry.get(mcp_id, version)
             uri = snapshot_uri or record.seed_snapshot_uri
             src, sha = self.registry.snapshot_file(uri) if uri else (None, None)
-            plans.append((record, uri, src, sha))
+            plans.append((record, uri, src, sha, request.workspaces.get(key)))
         self._check_caps([p[0] for p in plans])
         group_id = _new_id("grp")
         root = self.groups_dir / group_id
@@ -71,7 +74,7 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         sessions: dict[str, HostedSession] = {}
         tokens: dict[str, str] = {}
         try:
-            for record, uri, src, sha in plans:
+            for record, uri, src, sha, ws_uri in plans:
                 session = HostedSession(
                     session_id=_new_id("ses"),
                     group_id=group_id,
@@ -85,10 +88,11 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
                     initial_sha=sha,
                     dedicated=record.kind == MCPKind.COMMAND
                     or record.metadata.get("screen", {}).get("tier") == "dedicated_process",
+                    initial_workspace_uri=ws_uri,
                 )
                 if src is not None:
                     shutil.copyfile(src, session.db_path)  # the measured fast path: a plain copy
-                seed_workspace(self.registry, record, session.workspace)
+                initial_workspace(self.registry, record, session.workspace, ws_uri)
                 sessions[record.mcp_id] = session
             group = HostedGroup(
                 group_id=group_id,

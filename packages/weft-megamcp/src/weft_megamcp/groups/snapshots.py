@@ -1,10 +1,13 @@
-"""Snapshots, restore and fork: plain copies of each session's DB, workspace and ledger."""
+"""Snapshots, restore and fork: plain copies of each session's DB, workspace and ledger; and
+export: a live group's (or a snapshot's) DBs and workspaces stored in the object store by
+content, so a new group on any host sharing the store starts from them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,10 +20,11 @@ from weft_megamcp._session import (
     HostedSession,
 )
 from weft_megamcp.checkpoint_diff import CHECKPOINT_FILES
+from weft_megamcp.checkpoints.checkpointer import snapshot_sqlite
 from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
 from weft_megamcp.groups.core import _new_id
 from weft_megamcp.groups.idle import IdleGroups
-from weft_megamcp.models import GroupHandle, GroupStatus
+from weft_megamcp.models import GroupHandle, GroupStatus, SessionSnapshot
 
 
 def _copy_state(src: Path, dst: Path) -> None:
@@ -95,6 +99,40 @@ class GroupSnapshots(IdleGroups):
         for hook in self.restore_hooks:
             hook(group)
 
+    async def export(
+        self, group_id: str, snapshot_id: str | None = None
+    ) -> dict[str, SessionSnapshot]:
+        """Store each session's DB and workspace in the object store: the group's live state, or
+        its snapshot `snapshot_id`. A group created with the returned URIs (`mcps` and
+        `workspaces`) starts from exactly that state, on any host sharing the store."""
+        group = self.get(group_id)
+        self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
+        if snapshot_id is not None:
+            folder, meta = self._snapshot_dir(snapshot_id)
+            if meta.get("group_id") != group_id:
+                raise MegaMCPUserError(f"snapshot {snapshot_id} is not one of group {group_id}")
+            roots = {m: folder / m for m in meta["sessions"]}
+            return await asyncio.to_thread(self._store_states, roots)
+        await self._ensure_loaded(group)
+        async with await self._quiesce(group):
+            roots = {m: s.root for m, s in group.sessions.items()}
+            return await asyncio.to_thread(self._store_states, roots)
+
+    def _store_states(self, roots: dict[str, Path]) -> dict[str, SessionSnapshot]:
+        out: dict[str, SessionSnapshot] = {}
+        with tempfile.TemporaryDirectory(prefix="megamcp-export-", dir=self.data_dir) as tmp:
+            for m, root in roots.items():
+                snap = SessionSnapshot(mcp_id=m)
+                if (root / DB_NAME).exists():
+                    copy = Path(tmp) / f"{m}.sqlite"
+                    snapshot_sqlite(root / DB_NAME, copy)  # one file, whatever its journal mode
+                    rec = self.registry.put_snapshot(m, copy)
+                    snap.uri, snap.sha256 = rec.uri, rec.sha256
+                if (root / WORKSPACE_NAME).is_dir():
+                    snap.workspace_uri = self.registry.put_workspace(m, root / WORKSPACE_NAME).uri
+                out[m] = snap
+        return out
+
     async def fork(self, group_id: str, n: int) -> list[GroupHandle]:
         """`n` new groups with the exact current state of `group_id` (each with new tokens)."""
         if not 1 <= n <= 1024:
@@ -145,6 +183,7 @@ class GroupSnapshots(IdleGroups):
                         initial_sha=s.initial_sha,
                         dedicated=s.dedicated,
                         state_version=s.state_version,
+                        initial_workspace_uri=s.initial_workspace_uri,
                     )
                     for m, s in group.sessions.items()
                 }

@@ -17,6 +17,8 @@ from sqlmodel import Session, col, create_engine, select
 from weft_core._hashing import canonical_json, sha256_text
 from weft_core.models import Verifier, slugify
 from weft_megamcp._probe import run_probe, tool_specs
+from weft_megamcp.checkpoints._errors import WorkspaceArchiveError
+from weft_megamcp.checkpoints.store import check_workspace_tarball, tar_workspace
 from weft_megamcp.exceptions import (
     MegaMCPUserError,
     NotFoundError,
@@ -369,6 +371,34 @@ class Registry:
         """(local read-only path, sha256) of a snapshot URI."""
         sha = self.store.sha_of_uri(uri)
         return self.store.local_path(sha), sha
+
+    def put_workspace(self, mcp_id: str, path: str | Path) -> SnapshotRecord:
+        """Store an immutable initial workspace for `mcp_id`: a folder (tarred as checkpoints
+        tar it) or a gzip tarball of one. Returns its record (idempotent by content). A tarball
+        with a member that is a link or lands outside its folder is refused."""
+        p = Path(path)
+        if p.is_dir():
+            data = tar_workspace(p)
+        elif p.is_file():
+            data = p.read_bytes()
+        else:
+            raise RegistrationError(f"workspace {p}: no such folder or file")
+        try:
+            check_workspace_tarball(data, where=f"workspace {p}")
+        except WorkspaceArchiveError as exc:
+            raise RegistrationError(str(exc)) from None
+        sha = self.store.put_bytes(data)
+        return SnapshotRecord(
+            uri=self.store.uri(sha),
+            mcp_id=mcp_id,
+            sha256=sha,
+            size=len(data),
+            created_at=datetime.now(UTC),
+        )
+
+    def workspace_tarball(self, uri: str) -> bytes:
+        """The tarball a workspace URI names, its sha256 verified."""
+        return self.store.get_bytes(self.store.sha_of_uri(uri))
 
     # ---- verifiers ----------------------------------------------------------------------------
 

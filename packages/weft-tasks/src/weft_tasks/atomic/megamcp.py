@@ -137,10 +137,12 @@ class BatchedGroup:
         task_id: str | None,
         bindings: dict[str, Any] | None = None,
         store: dict[str, Path] | None = None,
+        workspaces: dict[str, Path] | None = None,
     ) -> None:
         self.client = client
         self.mcps = mcps
         self.store = store or {}  # MCP id -> initial DB the creating request stores first
+        self.workspaces = workspaces or {}  # MCP id -> initial workspace tarball, likewise
         self.mcp_ids = mcp_ids
         # A verifier with no checks can never pass and a host refuses it: send none instead.
         self.verifier = verifier if verifier.has_checks else None
@@ -162,6 +164,7 @@ class BatchedGroup:
                 bindings=self.bindings,
                 close=close,
                 **({"snapshots": self.store} if self.store else {}),
+                **({"workspace_files": self.workspaces} if self.workspaces else {}),
             )
         else:
             res = await self.client.batch(self.group_id, ops, close=close)

@@ -31,7 +31,13 @@ from weft_tasks.compose.sampler import CoverageSampler
 from weft_tasks.compose.stats import CorpusStats, corpus_stats
 from weft_tasks.exceptions import ExecutionError
 from weft_tasks.grounding.agent import GroundingState, ground
-from weft_tasks.grounding.reachability import replay, snapshot_refs, write_snapshots
+from weft_tasks.grounding.reachability import (
+    replay,
+    snapshot_refs,
+    write_snapshots,
+    write_workspaces,
+)
+from weft_tasks.grounding.workspace import WorkspaceGrounding, ground_workspaces
 from weft_tasks.settings import TasksSettings
 
 ROUND_NAMES = ("i", "ii", "iii")
@@ -54,6 +60,7 @@ class CorpusReport(BaseModel):
 class _Job(BaseModel):
     graph: TaskGraph
     grounding: GroundingState
+    workspaces: WorkspaceGrounding = Field(default_factory=WorkspaceGrounding)
 
 
 def _reason(text: str) -> str:
@@ -157,7 +164,9 @@ class Composer:
                 self.reject("ungroundable state")
                 return None
             self.grounding["rows dropped by schema checks"] += len(grounded.issues)
-            return _Job(graph=state.graph, grounding=grounded)
+            files = ground_workspaces(state.graph, {m: bundles[m] for m in state.graph.mcps})
+            self.grounding["workspace files dropped by check guards"] += len(files.dropped)
+            return _Job(graph=state.graph, grounding=grounded, workspaces=files)
         return None
 
     # ------------------------------------------------------------------ snapshots + replay
@@ -192,8 +201,15 @@ class Composer:
                 )
                 if issues:
                     self.grounding["rows dropped by schema checks"] += len(issues)
-                # the replay's first request stores the initial DBs (one request, not one per MCP)
-                refs = await snapshot_refs(self.registrar, files, bundle_paths)
+                workspaces = await asyncio.to_thread(
+                    write_workspaces,
+                    job.workspaces.files(upto),
+                    bundle_paths,
+                    self.out / "snapshots",
+                )
+                # the replay's first request stores the initial DBs and workspaces (one request,
+                # not one per MCP)
+                refs = await snapshot_refs(self.registrar, files, bundle_paths, workspaces)
                 report = await replay(
                     self.client,
                     self.registrar,
@@ -201,6 +217,7 @@ class Composer:
                     {m: r.uri for m, r in refs.items()},
                     bundle_paths,
                     store=files,
+                    workspaces=workspaces,
                 )
                 if report.passed:
                     self.grounding[f"kept rounds i-{ROUND_NAMES[upto - 1]}"] += 1

@@ -10,6 +10,8 @@ frozen final state, so the final verification of any rollout asks what the refer
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,16 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from weft_core.models import FINAL_CHECKPOINT, CheckOutcome, SnapshotRef, TaskGraph
-from weft_core.refs import content_address
+from weft_core.refs import address_digest, content_address
+from weft_megamcp.checkpoints.store import tar_workspace
+from weft_megamcp.seeding import SEED_WORKSPACE
 from weft_megamcp.service import GroupService
 from weft_tasks.atomic.megamcp import BatchedGroup, Registrar, file_sha256
 from weft_tasks.exceptions import TasksUserError
 from weft_tasks.grounding.schema import SchemaIssue, build_db
+from weft_tasks.grounding.workspace import Files, write_workspace_tree
+
+WORKSPACE_SUFFIX = ".tar.gz"
 
 
 class NodeReplay(BaseModel):
@@ -59,11 +66,12 @@ async def replay(
     bundle_paths: dict[str, Path],
     *,
     store: dict[str, Path] | None = None,
+    workspaces: dict[str, Path] | None = None,
 ) -> ReplayReport:
     """Run the graph's reference solution from `snapshots` (MCP -> snapshot URI) and verify every
-    checkpoint. `store` (MCP -> initial DB file) are stored by the replay's first request
-    instead of one `put_snapshot` request each. Never raises for a task-level failure; that is
-    the report."""
+    checkpoint. `store` (MCP -> initial DB file) and `workspaces` (MCP -> initial workspace
+    tarball) are stored by the replay's first request instead of one request each. Never raises
+    for a task-level failure; that is the report."""
     mcp_ids = {m: await registrar.mcp_id(p) for m, p in bundle_paths.items()}
     group = BatchedGroup(
         client,
@@ -72,6 +80,7 @@ async def replay(
         verifier=graph.verifier().pinned(mcp_ids),
         task_id=graph.id,
         store={mcp_ids[m]: p for m, p in (store or {}).items() if m in graph.mcps},
+        workspaces={mcp_ids[m]: p for m, p in (workspaces or {}).items() if m in graph.mcps},
     )
     report = ReplayReport(passed=False)
     try:
@@ -151,16 +160,51 @@ def write_snapshots(
     return out, issues
 
 
+def write_workspaces(
+    files: dict[str, Files], bundle_paths: dict[str, Path], folder: Path
+) -> dict[str, Path]:
+    """One initial workspace per file MCP with grounded files: the bundle's seed workspace plus
+    the files, as the tarball MegaMCP's checkpoints write (`tar_workspace`: deterministic, so
+    equal trees share a name), content-addressed (`<sha256>.tar.gz`) under `folder`."""
+    out: dict[str, Path] = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    for mcp, grounded in files.items():
+        if not grounded:
+            continue
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".ws-") as tmp:
+            tree = Path(tmp) / "workspace"
+            write_workspace_tree(bundle_paths[mcp] / SEED_WORKSPACE, grounded, tree)
+            data = tar_workspace(tree)
+        sha = hashlib.sha256(data).hexdigest()
+        final = folder / f"{sha}{WORKSPACE_SUFFIX}"
+        if not final.exists():  # write, then publish the name: a reader never sees half
+            part = folder / f".{sha}.part-{id(data)}"
+            part.write_bytes(data)
+            part.replace(final)
+        out[mcp] = final
+    return out
+
+
+def _workspace_sha(path: Path) -> str:
+    return path.name.removesuffix(WORKSPACE_SUFFIX)
+
+
 async def snapshot_refs(
-    registrar: Registrar, files: dict[str, Path], bundle_paths: dict[str, Path]
+    registrar: Registrar,
+    files: dict[str, Path],
+    bundle_paths: dict[str, Path],
+    workspaces: dict[str, Path] | None = None,
 ) -> dict[str, SnapshotRef]:
     """The refs `register_snapshots` returns, for files a replay stores itself (`replay(store=)`):
-    content addresses, so they need no request."""
+    content addresses, so they need no request. `workspaces`: MCP -> its initial workspace's
+    tarball (`write_workspaces`)."""
+    ws = workspaces or {}
     return {
         mcp: SnapshotRef(
             mcp=await registrar.mcp_id(bundle_paths[mcp]),
             uri=content_address(path.stem),
             sha256=path.stem,
+            workspace_uri=content_address(_workspace_sha(ws[mcp])) if mcp in ws else None,
         )
         for mcp, path in files.items()
     }
@@ -187,8 +231,8 @@ async def register_snapshots(
 async def restore_snapshots(
     client: GroupService, graphs: Iterable[TaskGraph], folders: Iterable[Path]
 ) -> list[str]:
-    """Put every initial DB the graphs name into the host's store from a corpus' copies
-    (`<folder>/<sha256>.sqlite`), so a moved corpus runs on any host, even one with an empty
+    """Put every initial DB and workspace the graphs name into the host's store from a corpus'
+    copies (`<folder>/<sha256>.sqlite`, `<folder>/<sha256>.tar.gz`), so a moved corpus runs on any host, even one with an empty
     store; idempotent (content-addressed). Returns the refs no folder holds a copy of (they
     must already be in the host's store)."""
     dirs = list(folders)
@@ -203,4 +247,15 @@ async def restore_snapshots(
             if file_sha256(copy) != ref.sha256:
                 raise TasksUserError(f"{copy}: content does not match its name (corrupt copy)")
             await client.put_snapshot(ref.mcp, copy)
+            if ref.workspace_uri is None:
+                continue
+            sha = address_digest(ref.workspace_uri) or ""
+            name = f"{sha}{WORKSPACE_SUFFIX}"
+            copy = next((d / name for d in dirs if (d / name).is_file()), None)
+            if copy is None:
+                missing.append(ref.workspace_uri)
+                continue
+            if file_sha256(copy) != sha:
+                raise TasksUserError(f"{copy}: content does not match its name (corrupt copy)")
+            await client.put_workspace(ref.mcp, copy)
     return sorted(set(missing))

@@ -113,12 +113,18 @@ async def _attempt(
         mcp: (graph.initial_snapshots[mcp].uri if mcp in graph.initial_snapshots else None)
         for mcp in graph.mcps
     }
+    workspaces = {
+        mcp: ref.workspace_uri
+        for mcp, ref in graph.initial_snapshots.items()
+        if ref.workspace_uri is not None and mcp in graph.mcps
+    }
     verifier = graph.verifier()
     handle = await service.create_group(
         mcps=snapshots,
         # A graph with no checks at all has nothing to verify (a host refuses such a verifier).
         verifier=verifier if verifier.has_checks else None,
         task_id=graph.id,
+        **({"workspaces": workspaces} if workspaces else {}),
     )
     problems: list[TraceFailure] = []
     turns: list[_Turn] = []
