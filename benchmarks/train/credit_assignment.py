@@ -72,7 +72,7 @@ async def tool_block(client: Any, graph: TaskGraph) -> list[dict[str, Any]]:
     from weft_tasks.harness.mcp_tools import openai_tool, public_tool_name
 
     group = await client.create_group(
-        {m: graph.initial_snapshots[m].uri for m in graph.mcps}, task_id=graph.id
+        graph.initial_dbs(), task_id=graph.id, workspaces=graph.initial_workspaces()
     )
     try:
         return [

@@ -814,3 +814,19 @@ def test_schema_2_trace_without_state_diff_loads_with_its_hash() -> None:
     again = Trace.from_json(new.to_json())
     assert again.segments[0].state_diff == diff
     assert new.content_hash != old.content_hash
+
+
+def test_a_graph_names_the_state_its_groups_start_from() -> None:
+    """What every group of a task is created from: a DB address per MCP (None: the seed) and,
+    only for MCPs whose workspace was grounded, the workspace address."""
+    graph = sample_graph()
+    mcp = graph.mcps[0]
+    assert graph.initial_dbs() == {mcp: "sha256:" + "d" * 64}
+    assert graph.initial_workspaces() == {}
+    ws = SnapshotRef(
+        mcp=mcp, uri="sha256:" + "d" * 64, sha256="d" * 64, workspace_uri="sha256:" + "e" * 64
+    )
+    other = SnapshotRef(mcp="gone", uri="sha256:" + "f" * 64, sha256="f" * 64)
+    graph = graph.model_copy(update={"initial_snapshots": {mcp: ws, "gone": other}})
+    assert graph.initial_workspaces() == {mcp: "sha256:" + "e" * 64}  # only MCPs it uses
+    assert graph.model_copy(update={"initial_snapshots": {}}).initial_dbs() == {mcp: None}

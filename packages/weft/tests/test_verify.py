@@ -97,3 +97,31 @@ def test_replay_needs_the_model_the_recording_was_made_with(tmp_path: Path, caps
     args = ["run", str(examples), "--out", str(tmp_path / "out"), "--replay", str(calls)]
     assert main(args) == 2
     assert "--replay needs the model" in capsys.readouterr().err
+
+
+def test_verify_checks_a_grounded_workspace_tarball(tmp_path: Path) -> None:
+    """A file MCP's initial workspace is part of the task's state: `weft verify` re-hashes it."""
+    from weft.verify import verify_corpus
+    from weft_core.refs import mark_corpus_root
+
+    root = mark_corpus_root(tmp_path / "c")
+    db, ws = b"SQLite format 3\x00 db", b"\x1f\x8b a workspace tarball"
+    db_sha, ws_sha = hashlib.sha256(db).hexdigest(), hashlib.sha256(ws).hexdigest()
+    ref = SnapshotRef(
+        mcp="files", uri=f"sha256:{db_sha}", sha256=db_sha, workspace_uri=f"sha256:{ws_sha}"
+    )
+    TaskGraph(id="t1", objective="o", nodes=[], initial_snapshots={"files": ref}).save(
+        root / "stages" / "compose" / "k" / "tasks" / "t1.json"
+    )
+    snaps = root / "stages" / "compose" / "k" / "snapshots"
+    snaps.mkdir(parents=True)
+    (snaps / f"{db_sha}.sqlite").write_bytes(db)
+    tarball = snaps / f"{ws_sha}.tar.gz"
+    tarball.write_bytes(ws)
+    check = verify_corpus(root)
+    assert check.problems == [] and check.checked["workspaces"] == 1
+    tarball.write_bytes(ws + b"tampered")
+    assert any("holds other bytes" in p for p in verify_corpus(root).problems)
+    tarball.unlink()
+    problems = verify_corpus(root).problems
+    assert any("workspace of files" in p and "held nowhere" in p for p in problems), problems

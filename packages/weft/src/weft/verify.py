@@ -135,9 +135,9 @@ def _libraries(check: CorpusCheck) -> None:
         check.checked["libraries"] += 1
 
 
-def _snapshot_copies(root: Path, sha: str) -> list[Path]:
+def _snapshot_copies(root: Path, sha: str, suffix: str = ".sqlite") -> list[Path]:
     return [
-        *sorted(root.glob(f"stages/compose/*/snapshots/{sha}.sqlite")),
+        *sorted(root.glob(f"stages/compose/*/snapshots/{sha}{suffix}")),
         *sorted(root.glob(f"megamcp/objects/blobs/{sha[:2]}/{sha}")),
     ]
 
@@ -164,8 +164,25 @@ def _task_graphs(check: CorpusCheck) -> set[str]:
                 if _sha256(copy) != digest:
                     check.fail(copy, f"holds other bytes than {ref.uri}")
             check.checked["snapshots"] += 1
+            if ref.workspace_uri is not None:
+                _check_workspace(check, path, mcp, ref.workspace_uri)
         check.checked["task graphs"] += 1
     return hashes
+
+
+def _check_workspace(check: CorpusCheck, path: Path, mcp: str, uri: str) -> None:
+    """A grounded initial workspace is a content-addressed tarball the corpus holds intact."""
+    digest = address_digest(uri)
+    if digest is None:
+        check.fail(path, f"workspace of {mcp}: {uri!r} is not a content address")
+        return
+    copies = _snapshot_copies(check.root, digest, ".tar.gz")
+    if not copies:
+        check.fail(path, f"workspace of {mcp}: {uri} is held nowhere in the corpus")
+    for copy in copies:
+        if _sha256(copy) != digest:
+            check.fail(copy, f"holds other bytes than {uri}")
+    check.checked["workspaces"] += 1
 
 
 def _trace_tasks(check: CorpusCheck, tasks: set[str]) -> None:

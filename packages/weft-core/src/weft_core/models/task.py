@@ -159,6 +159,20 @@ class TaskGraph(Artifact):
     def mcps(self) -> list[str]:
         return sorted({n.task.mcp for n in self.nodes})
 
+    def initial_dbs(self) -> dict[str, str | None]:
+        """Each MCP's initial DB address (None: its bundle's seed), as a group is created from."""
+        refs = self.initial_snapshots
+        return {m: (refs[m].uri if m in refs else None) for m in self.mcps}
+
+    def initial_workspaces(self) -> dict[str, str]:
+        """The MCPs whose sessions start from a grounded workspace, and its address. A group
+        created from `initial_dbs()` alone gives those MCPs their seed workspace instead."""
+        return {
+            m: ref.workspace_uri
+            for m, ref in sorted(self.initial_snapshots.items())
+            if ref.workspace_uri is not None and m in self.mcps
+        }
+
     def node(self, node_id: str) -> TaskNode:
         for n in self.nodes:
             if n.id == node_id:

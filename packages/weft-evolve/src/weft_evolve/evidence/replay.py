@@ -88,15 +88,12 @@ async def replay_reference(
     probe = probe or StateProbe(client)
     task_hash = graph.content_hash or graph.compute_hash()
     replay = ReferenceReplay(task_id=graph.id, task_hash=task_hash)
-    snapshots = {
-        mcp: (graph.initial_snapshots[mcp].uri if mcp in graph.initial_snapshots else None)
-        for mcp in graph.mcps
-    }
     group = await client.create_group(
-        snapshots,
+        graph.initial_dbs(),
         verifier=await probe.verifier_id(),
         task_id=f"evolve-replay:{graph.id}",
         bindings=graph.verifier().bindings,
+        workspaces=graph.initial_workspaces(),
     )
     try:
         outputs: dict[str, dict[str, Any]] = {}

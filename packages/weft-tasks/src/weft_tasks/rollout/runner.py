@@ -109,22 +109,14 @@ async def _attempt(
         first = first_turn.request
     else:
         first = view.brief or ""
-    snapshots = {
-        mcp: (graph.initial_snapshots[mcp].uri if mcp in graph.initial_snapshots else None)
-        for mcp in graph.mcps
-    }
-    workspaces = {
-        mcp: ref.workspace_uri
-        for mcp, ref in graph.initial_snapshots.items()
-        if ref.workspace_uri is not None and mcp in graph.mcps
-    }
+    snapshots, workspaces = graph.initial_dbs(), graph.initial_workspaces()
     verifier = graph.verifier()
     handle = await service.create_group(
         mcps=snapshots,
         # A graph with no checks at all has nothing to verify (a host refuses such a verifier).
         verifier=verifier if verifier.has_checks else None,
         task_id=graph.id,
-        **({"workspaces": workspaces} if workspaces else {}),
+        workspaces=workspaces,
     )
     problems: list[TraceFailure] = []
     turns: list[_Turn] = []

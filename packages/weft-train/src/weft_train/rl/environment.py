@@ -54,15 +54,12 @@ class MegaMCPEnvironment:
         self.tools: dict[str, dict[str, Any]] = {}
 
     async def root(self) -> GroupHandle:
-        snapshots = {
-            m: (self.graph.initial_snapshots[m].uri if m in self.graph.initial_snapshots else None)
-            for m in self.graph.mcps
-        }
         try:
             group = await self.client.create_group(
-                snapshots,
+                self.graph.initial_dbs(),
                 verifier=self.graph.verifier(),
                 task_id=self.graph.id,
+                workspaces=self.graph.initial_workspaces(),
             )
             if not self.tools:
                 for mcp in self.graph.mcps:

@@ -62,6 +62,7 @@ class SamplingService(Protocol):
         verifier: Any = None,
         task_id: str | None = None,
         bindings: dict[str, Any] | None = None,
+        workspaces: dict[str, str] | None = None,
     ) -> Any: ...
 
     async def checkpoint_verify(self, group: Any, checkpoint: str) -> Any: ...
@@ -164,11 +165,12 @@ async def sample_trajectory(
 ) -> SampledTrajectory:
     """Sample one trajectory of `graph` with `teacher` by `config.method`."""
     config = config or SamplingConfig()
-    snapshots = {
-        mcp: (graph.initial_snapshots[mcp].uri if mcp in graph.initial_snapshots else None)
-        for mcp in graph.mcps
-    }
-    handle = await service.create_group(mcps=snapshots, verifier=graph.verifier(), task_id=graph.id)
+    handle = await service.create_group(
+        mcps=graph.initial_dbs(),
+        verifier=graph.verifier(),
+        task_id=graph.id,
+        workspaces=graph.initial_workspaces(),
+    )
     try:
         endpoints = {
             mcp: MCPEndpoint(mcp=mcp, url=s.url, token=s.token)
