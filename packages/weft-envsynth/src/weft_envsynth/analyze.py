@@ -30,6 +30,7 @@ from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
 from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
+from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
 from weft_envsynth.sqlsem import sql_tool_set
 from weft_envsynth.vcssem import vcs_tool_set
@@ -355,6 +356,10 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # Version-control tool sets (status, add, commit, log, branches over a repository path): the
     # session repository, whatever file or CRUD verb a single tool's words suggest (`git_add`).
     for name in vcs_tool_set(spec):
+        ops[name] = ("compute", None)
+    # Record-graph tool sets (batches of named records, links, notes on them): the session's
+    # records, whatever CRUD verb a single tool's words suggest (`open_nodes`, `add_observations`).
+    for name in graph_tool_set(spec).tools:
         ops[name] = ("compute", None)
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.

@@ -18,6 +18,7 @@ from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.filesem import edit_pairs
+from weft_envsynth.graphsem import confirmation, graph_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
 from weft_envsynth.sqlsem import sql_tool_set
@@ -215,6 +216,26 @@ def backend(
                     "reads_all": [],
                 }
             )
+    graphs = graph_tool_set(spec)
+    kinds = [k.model_dump() for k in graphs.kinds]
+    for i, r in enumerate(routes):
+        gsem = graphs.tools.get(r.tool)
+        if gsem is not None and not r.file_verb and r.entity in stateless:
+            routes[i] = r.model_copy(
+                update={
+                    "graph_verb": gsem.verb,
+                    "graph": {
+                        "sem": gsem.model_dump(),
+                        "kinds": kinds,
+                        "message": confirmation(spec.tool(r.tool)),
+                    },
+                    "compute_op": None,
+                    "compute_roles": {},
+                    "sql_verb": None,
+                    "vcs_verb": None,
+                    "reads_all": [],
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -305,6 +326,16 @@ def _render_route(
         head.append("    " + _docstring(tool))
         body = _render_file_route(route, arg, tool)
         return head + ["    " + line if line else "" for line in body]
+    if route.graph_verb and tool is not None:
+        head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
+        head.append("    " + _docstring(tool))
+        pairs = ", ".join(f"{a!r}: {arg(a)}" for a in tool.properties)
+        g = route.graph
+        return [
+            *head,
+            f"    return graph_tool({route.graph_verb!r}, {g['sem']!r}, {g['kinds']!r},"
+            f" {{{pairs}}}, {g['message']!r})",
+        ]
     if route.reads_all:
         head.append(
             f"def {fn}(body: {args_cls}, session: Session = Depends(db_session)) -> dict[str, Any]:"
@@ -581,6 +612,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from . import models as m  # noqa: F401",
         "from .sqlrt import sql_tool  # noqa: F401",
         "from .vcsrt import vcs_tool  # noqa: F401",
+        "from .graphrt import graph_tool  # noqa: F401",
         "from .runtime import (  # noqa: F401",
         "    ToolFailure,",
         "    build_mcp,",
