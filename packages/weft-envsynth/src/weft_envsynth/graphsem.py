@@ -213,7 +213,8 @@ def graph_semantics(tool: ToolSpec, kinds: list[RecordKind]) -> GraphSemantics |
     for arg, sch in props.items():
         items = _items(sch)
         if items is not None:
-            kind = next((k for k in kinds if _matches_kind(items, k)), None)
+            same = [k for k in kinds if _matches_kind(items, k)]
+            kind = next((k for k in same if k.collection == arg), same[0] if same else None)
             if kind is not None:
                 verb: GraphVerb = "delete_match" if destructive else "create"
                 return GraphSemantics(verb=verb, argument=arg, kind=kind.name, output=out)

@@ -84,7 +84,8 @@ def _collections(kinds: list[Kind], output: dict[str, Any]) -> dict[str, Kind]:
     for prop, sch in output.items():
         items = sch.get("items") if isinstance(sch, dict) else None
         fields = set(items.get("properties") or {}) if isinstance(items, dict) else set()
-        kind = next((k for k in kinds if fields and fields == set(k["fields"])), None)
+        same = [k for k in kinds if fields and fields == set(k["fields"])]
+        kind = next((k for k in same if k["collection"] == prop), same[0] if same else None)
         if kind is not None:
             found[prop] = kind
     if not found:
