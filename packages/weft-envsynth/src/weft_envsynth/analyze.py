@@ -125,6 +125,12 @@ def _is_file_tool(tool: ToolSpec, words: list[str]) -> bool:
     'update_folder(folder_id)' of a document API is a database tool, not a file tool."""
     props = {W.identifier(a) for a in tool.properties}
     pathish = bool(props & W.PATH_ARGS)
+    # `read_multiple_files(paths: string[])`: an array of paths is path-like for a reading tool.
+    if not pathish and words[:1] and words[0] in W.READ_VERBS:
+        pathish = any(
+            schema_type(s) == "array" and W.singular(W.identifier(a)) in W.PATH_ARGS
+            for a, s in tool.properties.items()
+        )
     if any(id_argument_entity(a, sc) for a, sc in tool.properties.items()) and not pathish:
         return False
     if any(w in _FILE_NOUNS for w in words):

@@ -10,7 +10,7 @@ from typing import Any
 from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
 from weft_envsynth.analyze import file_tool_set
-from weft_envsynth.filesem import READ_VERBS, FileSemantics, edit_pairs
+from weft_envsynth.filesem import READ_VERBS, FileSemantics, TextResult, edit_pairs, text_result
 from weft_envsynth.plans import IssueCategory
 
 # The validation workspace (validate.SEED_FILES) these probes are written against.
@@ -29,6 +29,9 @@ def error_category(text: str) -> IssueCategory:
     if low.startswith("not_found") or low.startswith("invalid_state"):
         return "mapping"
     return "runtime"
+
+
+_TEXT_READS = {"read", "read_many", "info", "list", "tree", "search", "roots"}
 
 
 class WorkspaceChecks:
@@ -197,6 +200,10 @@ class WorkspaceChecks:
         if sem is not None:
             await self.shell_checks(tool, sem)
             return
+        style = text_result(tool, contract.operation)
+        if style is not None and style.op in _TEXT_READS:
+            await self.text_checks(tool, style)
+            return
         pair = edit_pairs(tool)
         paths = [m.argument for m in contract.mappings if m.role == "path"]
         if pair is not None and contract.operation == "file_write" and paths:
@@ -286,3 +293,56 @@ class WorkspaceChecks:
                     "mapping",
                     "a missing file",
                 )
+
+    async def text_checks(self, tool: ToolSpec, style: TextResult) -> None:
+        """A text answer shows what the workspace holds: a file's text, every entry of a listing
+        or tree, a file's size, a searched file's path; a batch read reports a missing file
+        inline and goes on."""
+        self._reset_workspace()
+        by_role = {r: a for a, r in style.roles.items()}
+        args: dict[str, Any] = {}
+        want: list[str] = []
+        if style.op in {"read", "info"}:
+            args[by_role.get("path", "path")] = _FILE
+            p = self.ws / _FILE
+            want = (
+                [p.read_text(encoding="utf-8")] if style.op == "read" else [str(p.stat().st_size)]
+            )
+        elif style.op == "read_many":
+            args[by_role["paths"]] = [_FILE, "no/such/file.txt"]
+            want = [(self.ws / _FILE).read_text(encoding="utf-8"), "no/such/file.txt"]
+        elif style.op in {"list", "tree"}:
+            args[by_role.get("path", "path")] = "/"
+            want = [p.name for p in self.ws.iterdir()]
+            if style.op == "tree":
+                want += [p.name for p in (self.ws / _DIR).iterdir()]
+        elif style.op == "search":
+            args[by_role.get("path", "path")] = "/"
+            args[by_role["pattern"]] = "*" + Path(_FILE2).suffix
+            want = [Path(_FILE2).name]
+        before = read_workspace(self.ws)
+        res = await self.call(tool.name, args)
+        data = res.data if isinstance(res.data, dict) else {}
+        text = str(data.get(style.field) or "")
+        problem: str | None = None
+        if res.is_error:
+            problem = f"valid call failed: {res.text}"
+        elif read_workspace(self.ws) != before:
+            problem = "a read changed the workspace"
+        elif not text:
+            problem = f"no text under {style.field!r}"
+        else:
+            missing = [w for w in want if w not in text]
+            if missing:
+                problem = f"text does not show {missing[0][:40]!r}"
+        self.record(
+            tool.name, f"text_{style.op}", "query", problem is None, "mapping", problem or "", args
+        )
+        if "path" in by_role:
+            await self.expect_error(
+                tool,
+                "boundary_path_escape",
+                {**args, by_role["path"]: "../../outside.txt"},
+                "runtime",
+                "a path outside the workspace",
+            )
