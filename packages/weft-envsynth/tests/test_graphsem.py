@@ -135,6 +135,15 @@ def test_hostile_definitions_are_not_a_record_graph() -> None:
         ],
     )
     assert graph_tool_set(editor).tools == {}
+    # Reads that are not about the records (a web search, a health check) stay out of the graph,
+    # though they are read-only, argument-free or take a query.
+    extra = [
+        _tool("web_search", "Search the web for pages", {"query": S}, RO),
+        _tool("check_health", "Is the server up", {}, RO),
+    ]
+    g = graph_tool_set(MCPSpec(name="book2", tools=[*BOOK.tools, *extra]))
+    assert "web_search" not in g.tools and "check_health" not in g.tools
+    assert g.tools["dump_book"].verb == "read_all"  # its documented output lists the records
 
 
 def test_confirmation_message_from_the_name() -> None:

@@ -189,6 +189,20 @@ def _matches_kind(items: dict[str, Any], kind: RecordKind) -> bool:
     return set(items["properties"]) == set(kind.fields)
 
 
+_GRAPH_WORDS = {"graph", "node"}
+
+
+def _about_records(tool: ToolSpec, kinds: list[RecordKind]) -> bool:
+    """A read is about the records when its documented output lists a kind, or its name or
+    description speaks of a kind (or of the graph/nodes they form)."""
+    for sch in _output(tool).values():
+        items = _items(sch)
+        if items is not None and any(_matches_kind(items, k) for k in kinds):
+            return True
+    words = {W.singular(w) for w in W.split_words(f"{tool.name} {tool.description}")}
+    return bool(words & ({k.name for k in kinds} | _GRAPH_WORDS))
+
+
 def graph_semantics(tool: ToolSpec, kinds: list[RecordKind]) -> GraphSemantics | None:
     """The tool's verb over `kinds`, or None when its definition does not say one."""
     by_name = {k.name: k for k in kinds}
@@ -196,6 +210,8 @@ def graph_semantics(tool: ToolSpec, kinds: list[RecordKind]) -> GraphSemantics |
     props = tool.properties
     out = _output(tool)
     if _read_only(tool):
+        if not _about_records(tool, kinds):
+            return None  # a health check or a web search reads nothing of these records
         if not props:
             return GraphSemantics(verb="read_all", output=out)
         if len(tool.required) != 1:
