@@ -100,6 +100,37 @@ def test_kinds_and_verbs_come_from_schemas_and_descriptions() -> None:
     assert g.tools["erase_people"].cascade == ["link"]
 
 
+def test_undeclared_annotations_and_terse_descriptions() -> None:
+    # Scraped definitions: no annotations, links described as "Source person name".
+    terse = {
+        "from": {"type": "string", "description": "Source person name"},
+        "to": {"type": "string", "description": "Target person name"},
+        "kind": S,
+    }
+    spec = MCPSpec(
+        name="scraped",
+        tools=[
+            _tool("create_people", "Create people", {"people": _arr(PERSON)}),
+            _tool("create_links", "Create links", {"links": _arr(terse)}),
+            _tool("update_links", "Update existing links", {"links": _arr(terse)}),
+            _tool("open_people", "Open people by name", {"names": STRS}),
+            _tool("read_people", "Read all people", {"dummy": S} | {}),
+            _tool("show_book_path", "Return the path of the people file", {}),
+        ],
+    )
+    spec.tools[4].input_schema["required"] = []  # a placeholder argument, not required
+    g = graph_tool_set(spec)
+    assert g.kind("link") is not None and g.kind("link").refs == {"from": "person", "to": "person"}  # type: ignore[union-attr]
+    verbs = {n: s.verb for n, s in g.tools.items()}
+    # `open` with nothing to write is a read; an update is no create; a path is not the records.
+    assert verbs == {
+        "create_people": "create",
+        "create_links": "create",
+        "open_people": "open",
+        "read_people": "read_all",
+    }
+
+
 def test_hostile_definitions_are_not_a_record_graph() -> None:
     # Items without a name field and no links: rows of something, not named records.
     rows = MCPSpec(

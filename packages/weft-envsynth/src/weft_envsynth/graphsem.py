@@ -40,6 +40,7 @@ GraphVerb = Literal[
 
 _READ_NAME_VERBS = W.READ_VERBS | W.SEARCH_VERBS | W.LIST_VERBS | {"open"}
 _NAME_OF = re.compile(r"\bnames? of (the |an? )?(\w+)")
+_KIND_NAME = re.compile(r"\b(\w+) names?\b")
 
 
 class RecordKind(WeftModel):
@@ -85,12 +86,17 @@ def _hint(tool: ToolSpec, hint: str) -> bool | None:
 
 
 def _read_only(tool: ToolSpec) -> bool:
+    """Declared read-only, or (undeclared) a read verb and nothing to write: no argument that
+    carries records and no delete verb (`open_nodes(names)` opens nothing)."""
     hint = _hint(tool, "readOnlyHint")
     if hint is not None:
         return hint
     words = set(W.split_words(tool.name))
-    writes = W.CREATE_VERBS | W.UPDATE_VERBS | W.DELETE_VERBS
-    return bool(words & _READ_NAME_VERBS) and not words & writes
+    if not words & _READ_NAME_VERBS or words & W.DELETE_VERBS:
+        return False
+    writes = W.CREATE_VERBS | W.UPDATE_VERBS
+    carries = any(_items(s) is not None for s in tool.properties.values())
+    return not carries and (not words & writes or bool(words & {"open", "get", "read"}))
 
 
 def _destructive(tool: ToolSpec) -> bool:
@@ -123,6 +129,10 @@ def _names_kind(field: str, schema: Any, kinds: set[str]) -> str | None:
     desc = str(schema.get("description", "")).lower() if isinstance(schema, dict) else ""
     for m in _NAME_OF.finditer(desc):
         word = W.singular(m.group(2))
+        if word in kinds:
+            return word
+    for m in _KIND_NAME.finditer(desc):  # "Source entity name"
+        word = W.singular(m.group(1))
         if word in kinds:
             return word
     words = W.split_words(field)
@@ -193,14 +203,15 @@ _GRAPH_WORDS = {"graph", "node"}
 
 
 def _about_records(tool: ToolSpec, kinds: list[RecordKind]) -> bool:
-    """A read is about the records when its documented output lists a kind, or its name or
-    description speaks of a kind (or of the graph/nodes they form)."""
+    """A read is about the records when its documented output lists a kind, or its name reads
+    a kind (or the graph / the nodes they form)."""
     for sch in _output(tool).values():
         items = _items(sch)
         if items is not None and any(_matches_kind(items, k) for k in kinds):
             return True
-    words = {W.singular(w) for w in W.split_words(f"{tool.name} {tool.description}")}
-    return bool(words & ({k.name for k in kinds} | _GRAPH_WORDS))
+    words = W.split_words(tool.name)
+    # What the name reads is its last word: `read_graph`, `search_nodes`; not `show_memory_path`.
+    return bool(words) and W.singular(words[-1]) in {k.name for k in kinds} | _GRAPH_WORDS
 
 
 def graph_semantics(tool: ToolSpec, kinds: list[RecordKind]) -> GraphSemantics | None:
@@ -212,7 +223,7 @@ def graph_semantics(tool: ToolSpec, kinds: list[RecordKind]) -> GraphSemantics |
     if _read_only(tool):
         if not _about_records(tool, kinds):
             return None  # a health check or a web search reads nothing of these records
-        if not props:
+        if not tool.required:  # no argument needed (a placeholder one is no filter)
             return GraphSemantics(verb="read_all", output=out)
         if len(tool.required) != 1:
             return None
@@ -226,6 +237,9 @@ def graph_semantics(tool: ToolSpec, kinds: list[RecordKind]) -> GraphSemantics |
             return GraphSemantics(verb="open", argument=arg, output=out)
         return None
     destructive = _destructive(tool)
+    names = set(W.split_words(tool.name))
+    if names & W.UPDATE_VERBS and not names & W.CREATE_VERBS:
+        return None  # an update of existing links is not a create; the CRUD rules keep it
     for arg, sch in props.items():
         items = _items(sch)
         if items is not None:
