@@ -193,7 +193,12 @@ def book_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(res.bundle)
 
 
-def _run(bundle: Path, tmp: Path, steps: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+def _run(
+    bundle: Path,
+    tmp: Path,
+    steps: list[tuple[str, dict[str, Any]]],
+    document: dict[str, Any] | None = None,
+) -> list[Any]:
     from fastmcp import Client
 
     from weft_core.binding import SessionBinding, bind_session, release_session
@@ -202,6 +207,12 @@ def _run(bundle: Path, tmp: Path, steps: list[tuple[str, dict[str, Any]]]) -> li
     db, ws = tmp / "state.sqlite", tmp / "ws"
     ws.mkdir(exist_ok=True)
     shutil.copyfile(bundle / "seed.sqlite", db)
+    if document is not None:
+        from weft_envsynth import import_state
+
+        out_report = import_state(bundle, document, db_path=db, workspace=ws)
+        assert out_report.rows == document["expect_rows"], out_report
+        assert sorted(out_report.not_imported) == sorted(document["expect_not_imported"])
     mod = import_bundle(bundle)
     out: list[Any] = []
 
@@ -271,3 +282,24 @@ def test_records_links_and_notes_behave_like_a_graph(book_bundle: Path, tmp_path
     # bob is gone and so is the link naming him (the description says so).
     assert dump == {"people": [{**ann, "facts": ["cooks", "bakes", "sings"]}], "links": []}
     assert [k for k, _ in rows] == ["person"]
+
+
+def test_state_import_fills_the_record_graph(book_bundle: Path, tmp_path: Path) -> None:
+    ann = {"name": "ann", "role": "chef", "facts": ["cooks"]}
+    document = {
+        "people": [ann, {"name": 3}, {"name": "cy", "role": "x", "facts": [1], "age": 9}],
+        "link": [{"source": "ann", "target": "cy", "kind": "knows"}],
+        "expect_rows": {"person": 2, "link": 1},
+        "expect_not_imported": [
+            "people[1]: needs name (strings)",
+            "people[2].age: person has no field for it",
+            "people[2].facts: not a list of strings",
+            "expect_rows: no entity or workspace tree matches this key",
+            "expect_not_imported: no entity or workspace tree matches this key",
+        ],
+    }
+    got = _run(book_bundle, tmp_path, [("dump_book", {})], document)
+    assert got[0] == {
+        "people": [ann, {"name": "cy", "role": "x", "facts": []}],
+        "links": [{"source": "ann", "target": "cy", "kind": "knows"}],
+    }
