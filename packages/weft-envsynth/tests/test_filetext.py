@@ -13,7 +13,7 @@ import pytest
 
 from weft_core.models import MCPSpec, ToolSpec
 from weft_envsynth.analyze import classify_operation
-from weft_envsynth.filesem import text_result
+from weft_envsynth.filesem import media_result, text_result
 
 S = {"type": "string"}
 TEXT = {"type": "object", "properties": {"text": S}, "required": ["text"]}
@@ -33,6 +33,22 @@ def _tool(
 
 
 PATHS = {"type": "array", "items": S}
+BLOCK = {
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {"type": {"enum": ["image"]}, "bytes": S, "mimeType": S},
+        },
+        {
+            "type": "object",
+            "properties": {
+                "type": {"const": "resource"},
+                "resource": {"type": "object", "properties": {"uri": S, "mimeType": S, "blob": S}},
+            },
+        },
+    ]
+}
+MEDIA_OUT = {"type": "object", "properties": {"blocks": {"type": "array", "items": BLOCK}}}
 # A file server written for this test: its descriptions say how its texts read.
 FILES = MCPSpec(
     name="files",
@@ -73,12 +89,23 @@ FILES = MCPSpec(
         ),
         _tool("write_file", "Write content to a file.", {"path": S, "content": S}),
         _tool("make_directory", "Create a new directory.", {"path": S}),
+        _tool(
+            "read_media",
+            "Read a file as a base64-encoded block with its MIME type.",
+            {"path": S},
+            MEDIA_OUT,
+            RO,
+        ),
     ],
 )
 
 
 def test_text_shapes_are_read_from_the_description() -> None:
-    ops = {t.name: text_result(t, classify_operation(t)[0]) for t in FILES.tools}
+    ops = {
+        t.name: text_result(t, classify_operation(t)[0])
+        for t in FILES.tools
+        if t.name != "read_media"
+    }
     got = {n: (r.op if r else None) for n, r in ops.items()}
     assert got == {
         "read_file": "read",
@@ -98,6 +125,20 @@ def test_text_shapes_are_read_from_the_description() -> None:
     assert ops["list_allowed_folders"].message == "Allowed folders:"  # type: ignore[union-attr]
     assert ops["make_directory"].message == "Successfully made directory"  # type: ignore[union-attr]
     assert ops["write_file"].field == "text"  # type: ignore[union-attr]
+
+
+def test_media_block_from_the_output_schema() -> None:
+    media = media_result(FILES.tool("read_media"), "file_read")
+    assert media is not None and media.field == "blocks" and media.data_field == "bytes"
+    assert media.kinds == {"image": "image"} and media.resource == "resource"
+    # Hostile: no base64 said, or an output that is no single array of blocks.
+    plain = FILES.tool("read_media").model_copy(update={"description": "Read a file"})
+    assert media_result(plain, "file_read") is None
+    two = FILES.tool("read_media").model_copy(
+        update={"output_schema": {"properties": {"a": S, "b": S}}}
+    )
+    assert media_result(two, "file_read") is None
+    assert media_result(FILES.tool("read_file"), "file_read") is None
 
 
 def test_hostile_definitions_keep_the_plain_route() -> None:
@@ -148,7 +189,8 @@ def _run(bundle: Path, tmp: Path, steps: list[tuple[str, dict[str, Any]]]) -> li
                 for name, args in steps:
                     r = await c.call_tool(name, args, raise_on_error=False)
                     text = " ".join(getattr(x, "text", "") for x in r.content or [])
-                    out.append(("error", text) if r.is_error else r.structured_content["text"])
+                    data = r.structured_content or {}
+                    out.append(("error", text) if r.is_error else data.get("text", data))
 
     try:
         asyncio.run(go())
@@ -173,9 +215,10 @@ def test_texts_answer_what_the_workspace_holds(files_bundle: Path, tmp_path: Pat
             ("find_files", {"path": "/", "pattern": "*.csv"}),
             ("list_allowed_folders", {}),
             ("read_file", {"path": "/docs"}),  # a folder is no file: refused
+            ("read_media", {"path": "/docs/a.txt"}),
         ],
     )
-    mkdir, write, listing, tree, many, info, found, none, roots, refused = got
+    mkdir, write, listing, tree, many, info, found, none, roots, refused, media = got
     assert mkdir == "Successfully made directory /docs/sub"
     assert write == "Successfully wrote to /docs/b.txt"
     assert listing.splitlines() == ["[FILE] a.txt", "[FILE] b.txt", "[FOLDER] sub"]
@@ -191,3 +234,8 @@ def test_texts_answer_what_the_workspace_holds(files_bundle: Path, tmp_path: Pat
     assert none == "No matches found"
     assert roots.splitlines()[0] == "Allowed folders:"
     assert refused[0] == "error" and "EISDIR" in refused[1]
+    block = media["blocks"][0]  # text/plain: no image block documented for it, so a resource
+    assert block["type"] == "resource" and block["resource"]["mimeType"] == "text/plain"
+    assert block["resource"]["uri"].startswith("file://")
+    assert block["resource"]["uri"].endswith("/docs/a.txt")
+    assert block["resource"]["blob"] == "YWxwaGEK"  # base64 of "alpha\n"

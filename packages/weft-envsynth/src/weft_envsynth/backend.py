@@ -17,7 +17,7 @@ from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
-from weft_envsynth.filesem import edit_pairs, text_result
+from weft_envsynth.filesem import edit_pairs, media_result, text_result
 from weft_envsynth.graphsem import confirmation, graph_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
@@ -518,6 +518,9 @@ def _render_file_route(route: RoutePlan, arg: Any, tool: ToolSpec | None = None)
             f"a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
             f"return file_text({style.op!r}, a, {style.model_dump()!r})",
         ]
+    media = media_result(tool, op) if tool is not None else None
+    if media is not None:
+        return [f"return file_media({{'path': {arg(media.path)}}}, {media.model_dump()!r})"]
     p = arg(route.path_argument)
     out: list[str] = []
     if op == "file_read":
@@ -620,7 +623,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from .sqlrt import sql_tool  # noqa: F401",
         "from .vcsrt import vcs_tool  # noqa: F401",
         "from .graphrt import graph_tool  # noqa: F401",
-        "from .fsrt import file_text  # noqa: F401",
+        "from .fsrt import file_media, file_text  # noqa: F401",
         "from .runtime import (  # noqa: F401",
         "    ToolFailure,",
         "    build_mcp,",

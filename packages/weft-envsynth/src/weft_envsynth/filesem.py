@@ -431,3 +431,51 @@ def _info_keys(text: str) -> list[str]:
 
 
 _WRITE_WORDS = W.CREATE_VERBS | W.UPDATE_VERBS | W.DELETE_VERBS | {"mkdir", "mv", "rm", "write"}
+
+
+class MediaResult(WeftModel):
+    """A file read answered as a base64 content block, as the documented output lists it: one
+    array property whose alternatives carry the encoded bytes with their MIME type, typed by
+    media kind (`image`, `audio`) or embedded as a resource (`uri`, `blob`)."""
+
+    field: str
+    path: str = Field(description="The path argument.")
+    kinds: dict[str, str] = Field(
+        default_factory=dict, description="media major type -> the block's `type` value."
+    )
+    data_field: str = "data"
+    resource: str = Field(default="", description="The resource block's `type`, if any.")
+
+
+def _alternatives(sch: Any) -> list[dict[str, Any]]:
+    items = sch.get("items") if isinstance(sch, dict) else None
+    alts = (items.get("anyOf") or items.get("oneOf") or [items]) if isinstance(items, dict) else []
+    return [a for a in alts if isinstance(a, dict) and isinstance(a.get("properties"), dict)]
+
+
+def media_result(tool: ToolSpec, operation: str) -> MediaResult | None:
+    """The content block a reading tool answers with, when its description says base64 and its
+    documented output is one array of blocks carrying a MIME type; None else."""
+    if operation != "file_read" or "base64" not in _text(tool):
+        return None
+    out = tool.output_schema if isinstance(tool.output_schema, dict) else {}
+    props = out.get("properties")
+    if not isinstance(props, dict) or len(props) != 1:
+        return None
+    field, sch = next(iter(props.items()))
+    path = next((a for a, r in _text_roles(tool).items() if r == "path"), None)
+    if path is None:
+        return None
+    found = MediaResult(field=field, path=path)
+    for alt in _alternatives(sch):
+        aprops = alt["properties"]
+        kind = aprops.get("type") if isinstance(aprops.get("type"), dict) else {}
+        values = [str(v) for v in (kind.get("enum") or [kind.get("const")]) if v]
+        if "mimeType" in aprops and values:
+            data = next((f for f, x in aprops.items() if f not in {"type", "mimeType"}), "data")
+            found.data_field = data
+            found.kinds.update({v: v for v in values})
+        nested = aprops.get("resource") if isinstance(aprops.get("resource"), dict) else {}
+        if values and "blob" in (nested.get("properties") or {}):
+            found.resource = values[0]
+    return found if found.kinds or found.resource else None

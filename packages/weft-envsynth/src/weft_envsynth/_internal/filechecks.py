@@ -10,7 +10,15 @@ from typing import Any
 from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
 from weft_envsynth.analyze import file_tool_set
-from weft_envsynth.filesem import READ_VERBS, FileSemantics, TextResult, edit_pairs, text_result
+from weft_envsynth.filesem import (
+    READ_VERBS,
+    FileSemantics,
+    MediaResult,
+    TextResult,
+    edit_pairs,
+    media_result,
+    text_result,
+)
 from weft_envsynth.plans import IssueCategory
 
 # The validation workspace (validate.SEED_FILES) these probes are written against.
@@ -200,6 +208,10 @@ class WorkspaceChecks:
         if sem is not None:
             await self.shell_checks(tool, sem)
             return
+        media = media_result(tool, contract.operation)
+        if media is not None:
+            await self.media_checks(tool, media)
+            return
         style = text_result(tool, contract.operation)
         if style is not None and style.op in _TEXT_READS:
             await self.text_checks(tool, style)
@@ -346,3 +358,34 @@ class WorkspaceChecks:
                 "runtime",
                 "a path outside the workspace",
             )
+
+    async def media_checks(self, tool: ToolSpec, media: MediaResult) -> None:
+        """A content block decodes to the file's bytes; a missing file is refused."""
+        import base64
+
+        self._reset_workspace()
+        args = {media.path: _FILE}
+        res = await self.call(tool.name, args)
+        blocks = (res.data or {}).get(media.field) if isinstance(res.data, dict) else None
+        problem: str | None = f"valid call failed: {res.text}" if res.is_error else None
+        if problem is None:
+            first = blocks[0] if isinstance(blocks, list) and blocks else None
+            block: dict[str, Any] = first if isinstance(first, dict) else {}
+            nested = block.get("resource")
+            inner: dict[str, Any] = nested if isinstance(nested, dict) else block
+            encoded = str(inner.get("blob") or inner.get(media.data_field) or "")
+            try:
+                ok = base64.b64decode(encoded) == (self.ws / _FILE).read_bytes()
+            except ValueError:
+                ok = False
+            problem = None if ok else "the block does not decode to the file's bytes"
+        self.record(
+            tool.name, "media_block", "query", problem is None, "mapping", problem or "", args
+        )
+        await self.expect_error(
+            tool,
+            "boundary_missing_file",
+            {media.path: "no/such/file.txt"},
+            "mapping",
+            "a missing file",
+        )

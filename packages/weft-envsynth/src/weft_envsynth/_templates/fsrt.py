@@ -210,3 +210,30 @@ def _run(op: str, a: dict[str, Any], style: dict[str, Any]) -> str:
             )
         return f"{message} {_show(path)}"
     raise ToolFailure("unsupported", f"file text op {op} is not supported", 501)
+
+
+def file_media(a: dict[str, Any], style: dict[str, Any]) -> dict[str, Any]:
+    """A file as a base64 content block (filesem.MediaResult): an image or audio block when the
+    output documents one for the file's MIME type, else an embedded resource."""
+    import base64
+    import mimetypes
+
+    path = ws_path(a.get("path") or "")
+    if not path.is_file():
+        raise ToolFailure("not_found", f"ENOENT: no such file or directory: {a.get('path')}", 404)
+    mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    major = mime.split("/")[0]
+    kinds = style.get("kinds") or {}
+    if major in kinds or not style.get("resource"):
+        block: dict[str, Any] = {
+            "type": kinds.get(major, next(iter(kinds), major)),
+            style.get("data_field") or "data": data,
+            "mimeType": mime,
+        }
+    else:
+        block = {
+            "type": style["resource"],
+            "resource": {"uri": path.resolve().as_uri(), "mimeType": mime, "blob": data},
+        }
+    return {style["field"]: [block]}
