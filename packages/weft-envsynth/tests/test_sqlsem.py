@@ -110,7 +110,7 @@ def _run(
     if setup:
         conn = sqlite3.connect(db)
         try:
-            conn.execute(setup)
+            conn.executescript(setup)
             conn.commit()
         finally:
             conn.close()
@@ -172,16 +172,19 @@ def test_statements_run_on_the_sessions_own_tables(sqlite_bundle: Path, tmp_path
 
 
 def test_runtime_bookkeeping_tables_are_invisible(sqlite_bundle: Path, tmp_path: Path) -> None:
-    # A repository kept by the runtime (weft_vcs_*) is no table of the user's.
+    # A repository (weft_vcs_*) or record graph (weft_graph_*) kept by the runtime is no table
+    # of the user's.
     got = _run(
         sqlite_bundle,
         tmp_path,
         [
             ("read_query", {"query": "SELECT 1"}),
             ("read_query", {"query": "SELECT * FROM weft_vcs_head"}),
+            ("read_query", {"query": "SELECT * FROM weft_graph_record"}),
             ("list_tables", {}),
         ],
-        setup="CREATE TABLE weft_vcs_head (id INTEGER PRIMARY KEY, ref TEXT)",
+        setup="CREATE TABLE weft_vcs_head (id INTEGER PRIMARY KEY, ref TEXT); "
+        "CREATE TABLE weft_graph_record (seq INTEGER PRIMARY KEY, body TEXT)",
     )
-    assert got[0][0] is False and got[1][0] is True
-    assert got[2] == (False, {"tables": []})
+    assert got[0][0] is False and got[1][0] is True and got[2][0] is True
+    assert got[3] == (False, {"tables": []})

@@ -32,22 +32,38 @@ GRAPH = MCPSpec(
 )
 
 
+# Items without a name: no named records (graphsem), so the whole-store rule decides.
+LABELS = {"type": "array", "items": {"type": "object", "properties": {"label": {"type": "string"}}}}
+STORE = MCPSpec(
+    name="store",
+    tools=[
+        _tool("create_entities", "Create entities", {"entities": LABELS}, ["entities"]),
+        _tool("create_relations", "Create relations", {"relations": LABELS}, ["relations"]),
+        _tool("read_graph", "Read the entire knowledge graph", {}, []),
+    ],
+)
+
+
 def _model(spec: MCPSpec) -> Any:
     return schema_programmatic(spec, analyze_programmatic(spec))
 
 
 def test_only_argument_free_reads_of_a_store_noun_read_everything() -> None:
-    model = _model(GRAPH)
-    ops = {e.tool: (e.operation, e.entity) for e in analyze_programmatic(GRAPH).tools}
+    from weft_envsynth.graphsem import graph_tool_set
+
+    # Named items are records of a graph (graphsem serves them); unnamed ones are rows.
+    assert graph_tool_set(GRAPH).tools and not graph_tool_set(STORE).tools
+    model = _model(STORE)
+    ops = {e.tool: (e.operation, e.entity) for e in analyze_programmatic(STORE).tools}
     op, ent = ops["read_graph"]
-    assert whole_store_read(GRAPH.tool("read_graph"), op, ent, model) == ["entity", "relation"]
+    assert whole_store_read(STORE.tool("read_graph"), op, ent, model) == ["entity", "relation"]
     # A required argument, or a noun that is not a store, keeps the ordinary route.
     q = _tool("read_graph", "Read", {"q": {"type": "string"}}, ["q"])
     assert whole_store_read(q, op, ent, model) == []
     assert whole_store_read(_tool("list_products", "List", {}, []), "list", ent, model) == []
     # Hostile: the noun names a written entity, or an entity the model does not have.
-    assert whole_store_read(GRAPH.tool("read_graph"), "read", "entity", model) == []
-    assert whole_store_read(GRAPH.tool("read_graph"), "read", "nowhere", model) == []
+    assert whole_store_read(STORE.tool("read_graph"), "read", "entity", model) == []
+    assert whole_store_read(STORE.tool("read_graph"), "read", "nowhere", model) == []
     # A write tool is never a whole-store read, whatever its name.
     assert whole_store_read(_tool("save_state", "", {}, []), "create", ent, model) == []
 

@@ -30,6 +30,7 @@ from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
 from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
+from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
 from weft_envsynth.sqlsem import sql_tool_set
 from weft_envsynth.vcssem import vcs_tool_set
@@ -124,6 +125,12 @@ def _is_file_tool(tool: ToolSpec, words: list[str]) -> bool:
     'update_folder(folder_id)' of a document API is a database tool, not a file tool."""
     props = {W.identifier(a) for a in tool.properties}
     pathish = bool(props & W.PATH_ARGS)
+    # `read_multiple_files(paths: string[])`: an array of paths is path-like for a reading tool.
+    if not pathish and words[:1] and words[0] in W.READ_VERBS:
+        pathish = any(
+            schema_type(s) == "array" and W.singular(W.identifier(a)) in W.PATH_ARGS
+            for a, s in tool.properties.items()
+        )
     if any(id_argument_entity(a, sc) for a, sc in tool.properties.items()) and not pathish:
         return False
     if any(w in _FILE_NOUNS for w in words):
@@ -355,6 +362,10 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # Version-control tool sets (status, add, commit, log, branches over a repository path): the
     # session repository, whatever file or CRUD verb a single tool's words suggest (`git_add`).
     for name in vcs_tool_set(spec):
+        ops[name] = ("compute", None)
+    # Record-graph tool sets (batches of named records, links, notes on them): the session's
+    # records, whatever CRUD verb a single tool's words suggest (`open_nodes`, `add_observations`).
+    for name in graph_tool_set(spec).tools:
         ops[name] = ("compute", None)
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.

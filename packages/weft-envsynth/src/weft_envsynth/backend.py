@@ -17,7 +17,8 @@ from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
-from weft_envsynth.filesem import edit_pairs
+from weft_envsynth.filesem import edit_pairs, media_result, text_result
+from weft_envsynth.graphsem import confirmation, graph_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
 from weft_envsynth.sqlsem import sql_tool_set
@@ -215,6 +216,26 @@ def backend(
                     "reads_all": [],
                 }
             )
+    graphs = graph_tool_set(spec)
+    kinds = [k.model_dump() for k in graphs.kinds]
+    for i, r in enumerate(routes):
+        gsem = graphs.tools.get(r.tool)
+        if gsem is not None and not r.file_verb and r.entity in stateless:
+            routes[i] = r.model_copy(
+                update={
+                    "graph_verb": gsem.verb,
+                    "graph": {
+                        "sem": gsem.model_dump(),
+                        "kinds": kinds,
+                        "message": confirmation(spec.tool(r.tool)),
+                    },
+                    "compute_op": None,
+                    "compute_roles": {},
+                    "sql_verb": None,
+                    "vcs_verb": None,
+                    "reads_all": [],
+                }
+            )
     return BackendPlan(routes=routes), notes
 
 
@@ -305,6 +326,16 @@ def _render_route(
         head.append("    " + _docstring(tool))
         body = _render_file_route(route, arg, tool)
         return head + ["    " + line if line else "" for line in body]
+    if route.graph_verb and tool is not None:
+        head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
+        head.append("    " + _docstring(tool))
+        pairs = ", ".join(f"{a!r}: {arg(a)}" for a in tool.properties)
+        g = route.graph
+        return [
+            *head,
+            f"    return graph_tool({route.graph_verb!r}, {g['sem']!r}, {g['kinds']!r},"
+            f" {{{pairs}}}, {g['message']!r})",
+        ]
     if route.reads_all:
         head.append(
             f"def {fn}(body: {args_cls}, session: Session = Depends(db_session)) -> dict[str, Any]:"
@@ -480,6 +511,16 @@ def _render_file_route(route: RoutePlan, arg: Any, tool: ToolSpec | None = None)
             f"a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
             f"return shell({route.file_verb!r}, a, {route.response_fields!r})",
         ]
+    style = text_result(tool, op) if tool is not None else None
+    if style is not None:
+        pairs = ", ".join(f"{role!r}: {arg(a)}" for a, role in style.roles.items())
+        return [
+            f"a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
+            f"return file_text({style.op!r}, a, {style.model_dump()!r})",
+        ]
+    media = media_result(tool, op) if tool is not None else None
+    if media is not None:
+        return [f"return file_media({{'path': {arg(media.path)}}}, {media.model_dump()!r})"]
     p = arg(route.path_argument)
     out: list[str] = []
     if op == "file_read":
@@ -581,6 +622,8 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from . import models as m  # noqa: F401",
         "from .sqlrt import sql_tool  # noqa: F401",
         "from .vcsrt import vcs_tool  # noqa: F401",
+        "from .graphrt import graph_tool  # noqa: F401",
+        "from .fsrt import file_media, file_text  # noqa: F401",
         "from .runtime import (  # noqa: F401",
         "    ToolFailure,",
         "    build_mcp,",

@@ -71,6 +71,11 @@ def tool_semantics(state: EnvSynthState) -> dict[str, dict[str, str]]:
                 "kind": "database",
                 "why": f"reads the whole store: {', '.join(r.reads_all)}",
             }
+        elif r.graph_verb:
+            out[t.name] = {
+                "kind": "graph",
+                "why": f"record-graph {r.graph_verb!r} on the session's records",
+            }
         elif r.vcs_verb:
             out[t.name] = {
                 "kind": "vcs",

@@ -112,6 +112,13 @@ class RoutePlan(WeftModel):
     vcs_choices: dict[str, list[str]] = Field(
         default_factory=dict, description="argument -> the only values the definition allows."
     )
+    graph_verb: str | None = Field(
+        default=None, description="Record-graph verb on the session's records (graphsem)."
+    )
+    graph: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The tool's graphsem.GraphSemantics, its record kinds and its message.",
+    )
     reads_all: list[str] = Field(
         default_factory=list, description="Entities a whole-store read returns (analyze)."
     )

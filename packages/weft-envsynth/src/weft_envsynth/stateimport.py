@@ -11,6 +11,9 @@ workspace root itself (`{"workspace": {"type": "directory", ...}}` fills the wor
 A `repository` object (`{"branch", "message", "author", "email", "date"}`, strings) says how the
 imported files are checked in, for bundles with version-control tools (`vcssem`): the first
 commit of the session repository carries them (table `weft_vcs_baseline`).
+For bundles with record-graph tools (`graphsem`), a key naming a record kind (`entities`,
+`relations`: the argument its records come in, or the kind) holds its records, stored where the
+tools keep them (table `weft_graph_record`).
 
 Nothing is dropped silently: the report lists every key, field and record that did not fit the
 schema, and why.
@@ -29,6 +32,7 @@ from weft_core.binding import WorkspaceEscapeError, resolve_in_workspace
 from weft_core.models import Entity, EntityModel, WeftModel
 from weft_envsynth._internal import words as W
 from weft_envsynth.errors import BundleError, EnvSynthUserError
+from weft_envsynth.graphsem import RecordKind
 
 _NATURAL_KEYS = ("symbol", "code", "username", "user_name", "slug", "name", "title")
 
@@ -64,8 +68,26 @@ def _is_tree(v: Any) -> bool:
     return isinstance(v, dict) and bool(v) and all(_is_node(x) for x in v.values())
 
 
+# The bundle runtime's table (graphrt): a record's key is the JSON list of its key fields.
+_GRAPH_TABLE = (
+    "CREATE TABLE IF NOT EXISTS weft_graph_record (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "kind TEXT NOT NULL, key TEXT NOT NULL, body TEXT NOT NULL, UNIQUE (kind, key))"
+)
+
+
 class _Importer:
-    def __init__(self, model: EntityModel, conn: sqlite3.Connection, ws: Path) -> None:
+    def __init__(
+        self,
+        model: EntityModel,
+        conn: sqlite3.Connection,
+        ws: Path,
+        kinds: list[RecordKind] | None = None,
+    ) -> None:
+        self.kinds: dict[str, RecordKind] = {}
+        for k in kinds or []:
+            self.kinds.setdefault(k.collection, k)
+            self.kinds.setdefault(k.name, k)
+            self.kinds.setdefault(_norm(k.collection), k)
         self.model = model
         self.conn = conn
         self.ws = ws
@@ -232,6 +254,42 @@ class _Importer:
         self._next_int[entity.name] = n
         return f"{W.id_prefix(entity.name)}-I{n:04d}"
 
+    def graph_records(self, kind: RecordKind, value: Any, where: str) -> None:
+        """Records of a record-graph kind: objects with the kind's key fields as strings; list
+        fields lists of strings; other fields are reported."""
+        if not isinstance(value, list):
+            self.report.not_imported.append(f"{where}: {kind.name} records must be a list")
+            return
+        self.conn.execute(_GRAPH_TABLE)
+        for i, item in enumerate(value):
+            at = f"{where}[{i}]"
+            if not isinstance(item, dict):
+                self.report.not_imported.append(f"{at}: not an object")
+                continue
+            if not all(isinstance(item.get(f), str) and item.get(f) for f in kind.key):
+                self.report.not_imported.append(f"{at}: needs {', '.join(kind.key)} (strings)")
+                continue
+            extra = sorted(set(item) - set(kind.fields))
+            for f in extra:
+                self.report.not_imported.append(f"{at}.{f}: {kind.name} has no field for it")
+            record: dict[str, Any] = {}
+            for f in kind.fields:
+                v = item.get(f)
+                if f in kind.lists:
+                    if v is not None and not (
+                        isinstance(v, list) and all(isinstance(x, str) for x in v)
+                    ):
+                        self.report.not_imported.append(f"{at}.{f}: not a list of strings")
+                        v = None
+                    v = list(v or [])
+                record[f] = v
+            key = json.dumps([record[f] for f in kind.key])
+            self.conn.execute(
+                "INSERT OR REPLACE INTO weft_graph_record (kind, key, body) VALUES (?, ?, ?)",
+                (kind.name, key, json.dumps(record)),
+            )
+            self.report.rows[kind.name] = self.report.rows.get(kind.name, 0) + 1
+
     def baseline(self, value: dict[str, Any], where: str) -> None:
         known = {"branch", "message", "author", "email", "date"}
         for k in sorted(set(value) - known):
@@ -277,6 +335,10 @@ class _Importer:
             if _is_node(value):
                 self.write_tree({key: value}, Path("."), "")
                 continue
+            kind = self.kinds.get(key) or self.kinds.get(_norm(key))
+            if kind is not None:
+                self.graph_records(kind, value, where)
+                continue
             entity = self.entity_for(key)
             if entity is None:
                 self.report.not_imported.append(
@@ -318,11 +380,21 @@ def import_state(
             raise EnvSynthUserError(f"{path}: not a readable JSON state document ({exc})") from exc
         if not isinstance(document, dict):
             raise EnvSynthUserError(f"{path}: a state document must be a JSON object")
+    kinds: list[RecordKind] = []
+    if (bundle / "spec.json").is_file():
+        from weft_core.models import MCPSpec
+        from weft_envsynth.graphsem import graph_tool_set
+
+        try:
+            spec = MCPSpec.model_validate_json((bundle / "spec.json").read_text())
+        except ValueError as exc:
+            raise BundleError(f"{bundle}: spec.json is not readable ({exc})") from exc
+        kinds = graph_tool_set(spec).kinds
     ws = Path(workspace)
     ws.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(db_path))
     try:
-        report = _Importer(model, conn, ws).run(document)
+        report = _Importer(model, conn, ws, kinds).run(document)
         conn.commit()
     finally:
         conn.close()

@@ -31,12 +31,14 @@ from weft_envsynth._internal.dbstate import (
     same_value,
 )
 from weft_envsynth._internal.filechecks import WorkspaceChecks, error_category
+from weft_envsynth._internal.graphchecks import GraphChecks
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth._internal.sqlchecks import SqlChecks
 from weft_envsynth._internal.vcschecks import VcsChecks
 from weft_envsynth.analyze import idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
+from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.loader import import_bundle, unload_bundle
 from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
 from weft_envsynth.sqlsem import sql_tool_set
@@ -73,7 +75,7 @@ class _Call:
         self.text = text
 
 
-class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, VcsChecks, CallGenerator):
+class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, VcsChecks, GraphChecks, CallGenerator):
     def __init__(
         self,
         spec: MCPSpec,
@@ -108,6 +110,12 @@ class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, VcsChecks, CallGener
         self.vcs_tools = {
             n: sem for n, sem in vcs_tool_set(spec).items() if entity_of.get(n) in stateless
         }
+        graph = graph_tool_set(spec)
+        self.graph = graph.model_copy(
+            update={
+                "tools": {n: g for n, g in graph.tools.items() if entity_of.get(n) in stateless}
+            }
+        )
         self.checks: list[CheckRecord] = []
         self._n = 0
 
@@ -182,6 +190,10 @@ class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, VcsChecks, CallGener
         return ok_tools
 
     async def run_tool(self, tool: ToolSpec, contract: ToolContract) -> None:
+        gsem = self.graph.tools.get(tool.name)
+        if gsem is not None:
+            await self.graph_checks(tool, gsem)
+            return
         reads = whole_store_read(tool, contract.operation, contract.entity, self.model)
         if reads:
             await self.whole_store_check(tool, reads)

@@ -85,6 +85,8 @@ def write_sources(
     (work / "runtime.py").write_text(runtime_source(), encoding="utf-8")
     (work / "sqlrt.py").write_text(template_source("sqlrt.py"), encoding="utf-8")
     (work / "vcsrt.py").write_text(template_source("vcsrt.py"), encoding="utf-8")
+    (work / "graphrt.py").write_text(template_source("graphrt.py"), encoding="utf-8")
+    (work / "fsrt.py").write_text(template_source("fsrt.py"), encoding="utf-8")
     (work / "models.py").write_text(render_models(model, title=spec.name), encoding="utf-8")
     (work / "server.py").write_text(render_server(spec, model, plan), encoding="utf-8")
     if format_code:

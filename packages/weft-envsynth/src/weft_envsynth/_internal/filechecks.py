@@ -10,7 +10,15 @@ from typing import Any
 from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
 from weft_envsynth.analyze import file_tool_set
-from weft_envsynth.filesem import READ_VERBS, FileSemantics, edit_pairs
+from weft_envsynth.filesem import (
+    READ_VERBS,
+    FileSemantics,
+    MediaResult,
+    TextResult,
+    edit_pairs,
+    media_result,
+    text_result,
+)
 from weft_envsynth.plans import IssueCategory
 
 # The validation workspace (validate.SEED_FILES) these probes are written against.
@@ -29,6 +37,9 @@ def error_category(text: str) -> IssueCategory:
     if low.startswith("not_found") or low.startswith("invalid_state"):
         return "mapping"
     return "runtime"
+
+
+_TEXT_READS = {"read", "read_many", "info", "list", "tree", "search", "roots"}
 
 
 class WorkspaceChecks:
@@ -197,6 +208,14 @@ class WorkspaceChecks:
         if sem is not None:
             await self.shell_checks(tool, sem)
             return
+        media = media_result(tool, contract.operation)
+        if media is not None:
+            await self.media_checks(tool, media)
+            return
+        style = text_result(tool, contract.operation)
+        if style is not None and style.op in _TEXT_READS:
+            await self.text_checks(tool, style)
+            return
         pair = edit_pairs(tool)
         paths = [m.argument for m in contract.mappings if m.role == "path"]
         if pair is not None and contract.operation == "file_write" and paths:
@@ -286,3 +305,87 @@ class WorkspaceChecks:
                     "mapping",
                     "a missing file",
                 )
+
+    async def text_checks(self, tool: ToolSpec, style: TextResult) -> None:
+        """A text answer shows what the workspace holds: a file's text, every entry of a listing
+        or tree, a file's size, a searched file's path; a batch read reports a missing file
+        inline and goes on."""
+        self._reset_workspace()
+        by_role = {r: a for a, r in style.roles.items()}
+        args: dict[str, Any] = {}
+        want: list[str] = []
+        if style.op in {"read", "info"}:
+            args[by_role.get("path", "path")] = _FILE
+            p = self.ws / _FILE
+            want = (
+                [p.read_text(encoding="utf-8")] if style.op == "read" else [str(p.stat().st_size)]
+            )
+        elif style.op == "read_many":
+            args[by_role["paths"]] = [_FILE, "no/such/file.txt"]
+            want = [(self.ws / _FILE).read_text(encoding="utf-8"), "no/such/file.txt"]
+        elif style.op in {"list", "tree"}:
+            args[by_role.get("path", "path")] = "/"
+            want = [p.name for p in self.ws.iterdir()]
+            if style.op == "tree":
+                want += [p.name for p in (self.ws / _DIR).iterdir()]
+        elif style.op == "search":
+            args[by_role.get("path", "path")] = "/"
+            args[by_role["pattern"]] = "*" + Path(_FILE2).suffix
+            want = [Path(_FILE2).name]
+        before = read_workspace(self.ws)
+        res = await self.call(tool.name, args)
+        data = res.data if isinstance(res.data, dict) else {}
+        text = str(data.get(style.field) or "")
+        problem: str | None = None
+        if res.is_error:
+            problem = f"valid call failed: {res.text}"
+        elif read_workspace(self.ws) != before:
+            problem = "a read changed the workspace"
+        elif not text:
+            problem = f"no text under {style.field!r}"
+        else:
+            missing = [w for w in want if w not in text]
+            if missing:
+                problem = f"text does not show {missing[0][:40]!r}"
+        self.record(
+            tool.name, f"text_{style.op}", "query", problem is None, "mapping", problem or "", args
+        )
+        if "path" in by_role:
+            await self.expect_error(
+                tool,
+                "boundary_path_escape",
+                {**args, by_role["path"]: "../../outside.txt"},
+                "runtime",
+                "a path outside the workspace",
+            )
+
+    async def media_checks(self, tool: ToolSpec, media: MediaResult) -> None:
+        """A content block decodes to the file's bytes; a missing file is refused."""
+        import base64
+
+        self._reset_workspace()
+        args = {media.path: _FILE}
+        res = await self.call(tool.name, args)
+        blocks = (res.data or {}).get(media.field) if isinstance(res.data, dict) else None
+        problem: str | None = f"valid call failed: {res.text}" if res.is_error else None
+        if problem is None:
+            first = blocks[0] if isinstance(blocks, list) and blocks else None
+            block: dict[str, Any] = first if isinstance(first, dict) else {}
+            nested = block.get("resource")
+            inner: dict[str, Any] = nested if isinstance(nested, dict) else block
+            encoded = str(inner.get("blob") or inner.get(media.data_field) or "")
+            try:
+                ok = base64.b64decode(encoded) == (self.ws / _FILE).read_bytes()
+            except ValueError:
+                ok = False
+            problem = None if ok else "the block does not decode to the file's bytes"
+        self.record(
+            tool.name, "media_block", "query", problem is None, "mapping", problem or "", args
+        )
+        await self.expect_error(
+            tool,
+            "boundary_missing_file",
+            {media.path: "no/such/file.txt"},
+            "mapping",
+            "a missing file",
+        )

@@ -417,6 +417,28 @@ def plural(word: str) -> str:
     return word + "s"
 
 
+_PAST = {
+    "write": "wrote", "make": "made", "set": "set", "put": "put", "send": "sent", "get": "got",
+    "run": "ran", "find": "found", "read": "read", "build": "built", "take": "took",
+    "give": "gave", "mkdir": "created", "rm": "removed", "mv": "moved", "cp": "copied",
+}  # fmt: skip
+_DOUBLED = {"stop", "drop", "tag", "ship", "plan", "pin", "map", "zip", "log", "flag", "star"}
+
+
+def past(verb: str) -> str:
+    """'create' -> 'created', 'write' -> 'wrote', 'copy' -> 'copied' (a confirmation's verb)."""
+    v = verb.lower()
+    if v in _PAST:
+        return _PAST[v]
+    if v in _DOUBLED:
+        return v + v[-1] + "ed"
+    if v.endswith("e"):
+        return v + "d"
+    if v.endswith("y") and len(v) > 1 and v[-2] not in "aeiou":
+        return v[:-1] + "ied"
+    return v + "ed"
+
+
 def identifier(name: str, *, prefix: str = "f") -> str:
     """A snake_case Python identifier for `name` that is not a keyword or a builtin clash."""
     words = split_words(name)

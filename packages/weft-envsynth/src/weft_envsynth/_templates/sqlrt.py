@@ -41,7 +41,7 @@ def _hidden(name: str | None) -> bool:
     # SQLite's own schema tables stay reachable: a CREATE TABLE writes sqlite_master. The
     # runtime's bookkeeping (weft_cwd, the weft_vcs_* repository) is the bundle's, not the user's.
     low = str(name).lower()
-    return bool(name) and (low in _bundle_tables() or low.startswith("weft_vcs_"))
+    return bool(name) and (low in _bundle_tables() or low.startswith(("weft_vcs_", "weft_graph_")))
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, _: Any) -> int:
