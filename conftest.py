@@ -15,6 +15,14 @@ import pytest
 
 SLOW_TIMEOUT_S = 600
 
+# Under `uv run pytest`, Ray (>= 2.45) starts every worker with `uv run` in an unpacked copy of
+# the working directory, so each worker builds and syncs its own venv there (torch included):
+# minutes per cluster on 2 cores, and two workers syncing the same copy at once have been seen
+# importing a half-installed torch (CI, stop 25: "No module named 'torch._utils'"). The local
+# test cluster runs on this machine, so its workers use this interpreter. Read by Ray when
+# `ray._private.ray_constants` is imported, i.e. before any test module imports ray.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
 
 def _sandbox_unavailable() -> str | None:
     if os.environ.get("WEFT_MEGAMCP_SANDBOX") == "off":

@@ -7,6 +7,12 @@ the object store after each trainer step. MegaMCP stays an HTTP service outside 
 talk to it. Only long-stable Ray APIs are used (`ray.remote`, `ray.put`, awaitable `ObjectRef`s,
 `ray.kill`), which exist in 2.55 (OpenRLHF's pin) and later. The caller owns the cluster:
 `ray.init(...)` (a local one, or `address="auto"`) before, `ray.shutdown()` after.
+
+A driver started with `uv run` makes Ray (>= 2.45) start every worker with `uv run` in an
+unpacked copy of the working directory, each building its own venv there: right for a cluster
+whose nodes lack the environment, minutes of syncing per worker on one machine. For a local
+cluster, set `RAY_ENABLE_UV_RUN_RUNTIME_ENV=0` before importing ray (the tests do) so workers run
+the driver's interpreter.
 """
 
 from __future__ import annotations
