@@ -94,6 +94,8 @@ def test_calendar_stores_and_record_queries_are_not_date_arithmetic() -> None:
         tool("list_events_between", "Difference-free listing.", {"start_date": D, "end_date": D}),
         # "add" with no calendar unit: no amount to shift by.
         tool("add_date", "Store a date.", {"date": D, "label": S}),
+        # 'update' ends like 'date' but is no date.
+        tool("add_days", "Add days.", {"update": S, "days": I}),
     ]
     for t in hostile:
         sem = compute_semantics(t)

@@ -57,7 +57,10 @@ def _is_date(name: str, schema: Any) -> bool:
     if schema_type(schema) not in {None, "string"}:
         return False
     fmt = schema.get("format") if isinstance(schema, dict) else None
-    return fmt in {"date", "date-time"} or any(w.endswith("date") for w in W.split_words(name))
+    # 'date', 'start_date', 'birthdate'; not 'update' (a payload, not a day).
+    return fmt in {"date", "date-time"} or any(
+        w.endswith("date") and not w.endswith("update") for w in W.split_words(name)
+    )
 
 
 def _unit_of(name: str) -> str | None:
