@@ -180,6 +180,7 @@ def backend(
                 update={
                     "compute_op": csem.op,
                     "compute_roles": operand_roles(csem),
+                    "compute_constants": dict(csem.constants),
                     "response_fields": list(csem.response_fields),
                 }
             )
@@ -368,6 +369,7 @@ def _render_route(
         return [
             *head,
             f"    a = {{k: v for k, v in {{{pairs}}}.items() if v is not None}}",
+            *([f"    a.update({route.compute_constants!r})"] if route.compute_constants else []),
             f"    return compute({route.compute_op!r}, a, {route.response_fields!r})",
         ]
     entity = model.entity(route.entity or "")

@@ -1,4 +1,5 @@
-"""The weft-envsynth command: `synth SPEC... -o OUT/` and `serve BUNDLE`."""
+"""The weft-envsynth command: `synth SPEC... -o OUT/`, `serve BUNDLE` and
+`snapshot BUNDLE --state FILE -o OUT/`."""
 
 from __future__ import annotations
 
@@ -85,6 +86,21 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="JSON state document loaded as the initial state (entity -> records, file trees); "
         "what does not fit the schema is listed on stderr",
+    )
+    n = sub.add_parser(
+        "snapshot",
+        help="build a MegaMCP initial state (DB + workspace) from a state document",
+        description="Load a state document on top of the bundle's seed and write OUT/state.sqlite, "
+        "OUT/workspace/ and OUT/state-report.json; store them with MegaMCP's put_snapshot and "
+        "put_workspace (or call weft_envsynth.statesnapshot.snapshot_from_state with a client).",
+    )
+    n.add_argument("bundle", help="an EnvBundle folder")
+    n.add_argument("--state", required=True, help="JSON state document")
+    n.add_argument("-o", "--out", required=True, help="output folder (must not hold a state)")
+    n.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when anything in the document did not fit the schema",
     )
     return p
 
@@ -263,10 +279,26 @@ def _load_state(bundle: Path, state: Path, args: argparse.Namespace) -> None:
         print(f"weft-envsynth: state {state}: not imported: {line}", file=sys.stderr)
 
 
+def snapshot(args: argparse.Namespace) -> int:
+    from weft_envsynth.statesnapshot import build_initial_state
+
+    built = build_initial_state(args.bundle, Path(args.state), args.out)
+    rows = ", ".join(f"{k} {n}" for k, n in built.report.rows.items()) or "none"
+    print(
+        f"weft-envsynth: state {args.state}: rows {rows}; files {built.report.files}; "
+        f"db {built.db_path}; workspace {built.workspace or 'none (bundle seed)'}",
+        file=sys.stderr,
+    )
+    for line in built.report.not_imported:
+        print(f"weft-envsynth: state {args.state}: not imported: {line}", file=sys.stderr)
+    return 1 if args.strict and built.report.not_imported else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    commands = {"synth": synth, "serve": serve, "snapshot": snapshot}
     try:
-        return synth(args) if args.command == "synth" else serve(args)
+        return commands[args.command](args)
     except WeftError as exc:
         print(f"weft-envsynth: {exc}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ from pydantic import Field
 from weft_core.models import ToolSpec, WeftModel
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type
+from weft_envsynth.datemoney import date_money_semantics
 
 ComputeOp = Literal[
     "add",
@@ -36,6 +37,10 @@ ComputeOp = Literal[
     "stdev",
     "log",
     "convert",
+    "date_add",
+    "date_diff",
+    "weekday",
+    "currency",
 ]
 # op -> (name words, description patterns, parameter shape)
 _RULES: dict[str, tuple[set[str], str, str]] = {
@@ -82,6 +87,15 @@ class ComputeSemantics(WeftModel):
     unit_in: str | None = None
     unit_out: str | None = None
     response_fields: list[str] = Field(default_factory=list)
+    roles: dict[str, str] = Field(
+        default_factory=dict,
+        description="argument -> operand name, for operations whose roles are named by the "
+        "definition (dates and money: `datemoney`).",
+    )
+    constants: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Operands the definition fixes (a shift's sign, a documented rate table).",
+    )
 
 
 def _desc(tool: ToolSpec) -> str:
@@ -93,6 +107,20 @@ def _desc(tool: ToolSpec) -> str:
 
 def compute_semantics(tool: ToolSpec) -> ComputeSemantics | None:
     """The operation when the name or description names one and the parameters fit it."""
+    dm, why = date_money_semantics(tool)
+    if dm is not None:
+        out = tool.output_schema or {}
+        props_out = out.get("properties") if isinstance(out, dict) else None
+        fields = [str(k) for k in props_out] if isinstance(props_out, dict) else []
+        return ComputeSemantics(
+            op=dm["op"],
+            operands=list(dm["roles"]),
+            roles=dm["roles"],
+            constants=dm["constants"],
+            response_fields=fields,
+        )
+    if why is not None:
+        return None
     names = set(W.split_words(tool.name)) | {W.identifier(tool.name)}
     text = _desc(tool)
     hits = [
@@ -171,6 +199,8 @@ def _numeric_items(schema: Any) -> bool:
 
 def operand_roles(sem: ComputeSemantics) -> dict[str, str]:
     """argument -> the name the runtime's `compute()` reads it under."""
+    if sem.roles:
+        return dict(sem.roles)
     roles: dict[str, str] = {}
     if sem.op in {"mean", "min", "max", "sum", "stdev"}:
         roles[sem.operands[0]] = "numbers"
@@ -189,6 +219,9 @@ def operand_roles(sem: ComputeSemantics) -> dict[str, str]:
 
 def lookup_reason(tool: ToolSpec) -> str:
     """Why a stateless tool is served as a lookup over reference data, not computed."""
+    _dm, why = date_money_semantics(tool)
+    if why is not None:
+        return why
     names = set(W.split_words(tool.name))
     text = _desc(tool)
     near = [

@@ -97,6 +97,10 @@ class RoutePlan(WeftModel):
     compute_roles: dict[str, str] = Field(
         default_factory=dict, description="argument -> operand name for compute_op."
     )
+    compute_constants: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Operands of compute_op the definition fixes (a shift's sign, rate table).",
+    )
     sql_verb: str | None = Field(
         default=None, description="SQL tool kind on the session's own tables (sqlsem)."
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from weft_core.models import ToolSpec
@@ -34,6 +35,54 @@ _MUST_FAIL: dict[str, dict[str, Any]] = {
 }
 
 
+# Calendar facts: 2024 is a leap year; 2024-02-29 is a Thursday.
+_SHIFTS = {  # unit -> (amount, from 2024-01-31 forward, from 2024-03-31 backward)
+    "days": (10, "2024-02-10", "2024-03-21"),
+    "weeks": (2, "2024-02-14", "2024-03-17"),
+    "months": (1, "2024-02-29", "2024-02-29"),
+    "years": (1, "2025-01-31", "2023-03-31"),
+}
+
+
+def _date_money_probe(
+    sem: ComputeSemantics,
+) -> tuple[dict[str, Any], Any, dict[str, Any] | None]:
+    """(operands by role, expected result, operands that must be refused) for the date and
+    currency operations; the answers are calendar and arithmetic facts."""
+    roles = set(sem.roles.values())
+    if sem.op == "weekday":
+        return {"date": "2024-02-29"}, "Thursday", {"date": "2024-02-30"}
+    if sem.op == "date_diff":
+        return {"start": "2024-01-01", "end": "2024-03-01"}, 60, {"start": "x", "end": "y"}
+    if sem.op == "date_add":
+        back = sem.constants.get("sign") == -1
+        start = "2024-03-31" if back else "2024-01-31"
+        unit = next((u for u in _SHIFTS if u in roles), "days")
+        n, fwd, bwd = _SHIFTS[unit]
+        values: dict[str, Any] = {"date": start}
+        if "amount" in roles:
+            values |= {"amount": n, "unit": unit}
+        for u in _SHIFTS:
+            if u in roles:
+                values[u] = n if u == unit else 0
+        return values, bwd if back else fwd, {**values, "date": "not a date"}
+    # currency: 100 units at the given or the first documented rate, to the cent.
+    if "rate" in roles:
+        return (
+            {"x": 100, "unit_in": "USD", "unit_out": "EUR", "rate": 0.9},
+            90.0,
+            {"x": 100, "unit_in": "USD", "unit_out": "EUR", "rate": -1},
+        )
+    pair, rate = next(iter(dict(sem.constants.get("rates") or {}).items()))
+    src, dst = pair.split("/")
+    want = float((Decimal(100) * Decimal(rate)).quantize(Decimal("0.01"), ROUND_HALF_UP))
+    return (
+        {"x": 100, "unit_in": src, "unit_out": dst},
+        want,
+        {"x": 100, "unit_in": src, "unit_out": "QQQ"},
+    )
+
+
 def _args(sem: ComputeSemantics, values: dict[str, Any]) -> dict[str, Any]:
     by_role = {role: arg for arg, role in operand_roles(sem).items()}
     if sem.op == "log" and "base" not in by_role:
@@ -58,7 +107,12 @@ class ComputeChecks:
     expect_error: Any
 
     async def compute_checks(self, tool: ToolSpec, sem: ComputeSemantics) -> None:
-        values, want = _PROBES[sem.op]
+        must_fail = _MUST_FAIL.get(sem.op)
+        want: Any
+        if sem.op in _PROBES:
+            values, want = _PROBES[sem.op]
+        else:
+            values, want, must_fail = _date_money_probe(sem)
         args = _args(sem, values)
         res = await self.call(tool.name, args)
         got = _number(res.data, sem.response_fields)
@@ -66,8 +120,11 @@ class ComputeChecks:
             problem: str | None = f"valid call failed: {res.text}"
         elif missing := [f for f in sem.response_fields if f not in (res.data or {})]:
             problem = f"documented result field(s) {missing} missing"
-        elif not isinstance(got, (int, float)) or not math.isclose(
-            float(got), want, rel_tol=1e-4, abs_tol=1e-6
+        elif isinstance(want, str) and got != want:
+            problem = f"{sem.op} of {values} returned {got!r}, expected {want!r}"
+        elif not isinstance(want, str) and (
+            not isinstance(got, (int, float))
+            or not math.isclose(float(got), want, rel_tol=1e-4, abs_tol=1e-6)
         ):
             problem = f"{sem.op} of {values} returned {got!r}, expected {want:g}"
         else:
@@ -81,11 +138,11 @@ class ComputeChecks:
             problem or "",
             args,
         )
-        if sem.op in _MUST_FAIL:
+        if must_fail is not None:
             await self.expect_error(
                 tool,
                 f"refuses_{sem.op}",
-                _args(sem, _MUST_FAIL[sem.op]),
+                _args(sem, must_fail),
                 "runtime",
                 "an undefined operation",
             )

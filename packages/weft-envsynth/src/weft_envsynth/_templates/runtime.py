@@ -10,6 +10,7 @@ client, no socket).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
@@ -662,12 +663,97 @@ def _convert(value: float, unit_in: Any, unit_out: Any) -> float:
     return value * _UNITS[a][1] / _UNITS[b][1]
 
 
+def _date(v: Any, what: str) -> Any:
+    """A date (ISO 8601: YYYY-MM-DD, or a date-time whose date part is used)."""
+    import datetime as dt
+
+    if isinstance(v, str):
+        try:
+            return dt.date.fromisoformat(v.strip()[:10])
+        except ValueError:
+            pass
+    raise ToolFailure("invalid_arguments", f"{what} must be a date (YYYY-MM-DD), got {v!r}")
+
+
+def _shift_months(d: Any, months: int) -> Any:
+    import calendar
+
+    total = d.year * 12 + d.month - 1 + months
+    year, month = divmod(total, 12)
+    if not 1 <= year <= 9999:
+        raise ToolFailure("invalid_arguments", "the resulting date is out of range")
+    # Jan 31 + 1 month is the last day of February, as calendars (and dateutil) count.
+    day = min(d.day, calendar.monthrange(year, month + 1)[1])
+    return d.replace(year=year, month=month + 1, day=day)
+
+
+def _date_op(op: str, a: dict[str, Any]) -> Any:
+    import datetime as dt
+
+    if op == "weekday":
+        return _date(a.get("date"), "date").strftime("%A")
+    if op == "date_diff":
+        return (_date(a.get("end"), "end date") - _date(a.get("start"), "start date")).days
+    d = _date(a.get("date"), "date")
+    sign = int(a.get("sign", 1))
+    amounts = {u: a.get(u) for u in ("years", "months", "weeks", "days") if a.get(u) is not None}
+    if "amount" in a:
+        unit = str(a.get("unit") or "days").strip().lower().rstrip("s") + "s"
+        if unit not in {"years", "months", "weeks", "days"}:
+            raise ToolFailure("invalid_arguments", f"unknown unit {a.get('unit')!r}")
+        amounts[unit] = a["amount"]
+    n: dict[str, int] = {}
+    for unit, v in amounts.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or int(v) != v:
+            raise ToolFailure("invalid_arguments", f"{unit} must be a whole number")
+        n[unit] = sign * int(v)
+    d = _shift_months(d, n.get("years", 0) * 12 + n.get("months", 0))
+    try:
+        d = d + dt.timedelta(days=n.get("days", 0) + 7 * n.get("weeks", 0))
+    except OverflowError:
+        raise ToolFailure("invalid_arguments", "the resulting date is out of range") from None
+    return d.isoformat()
+
+
+def _money(a: dict[str, Any], digits: Any) -> float:
+    """amount x rate in Decimal, rounded half-up to the currency's cents (or `precision`)."""
+    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+    amount = Decimal(str(_num(a.get("x"), "amount")))
+    src = str(a.get("unit_in") or "").strip().upper()
+    dst = str(a.get("unit_out") or "").strip().upper()
+    if not re.fullmatch(r"[A-Z]{3}", src) or not re.fullmatch(r"[A-Z]{3}", dst):
+        raise ToolFailure("invalid_arguments", "currencies must be 3-letter codes (ISO 4217)")
+    rates: dict[str, str] = a.get("rates") or {}
+    if "rate" in a:
+        rate = Decimal(str(_num(a.get("rate"), "rate")))
+        if rate <= 0:
+            raise ToolFailure("invalid_arguments", "rate must be positive")
+    elif src == dst:
+        rate = Decimal(1)
+    elif f"{src}/{dst}" in rates:
+        rate = Decimal(rates[f"{src}/{dst}"])
+    elif f"{dst}/{src}" in rates:
+        rate = 1 / Decimal(rates[f"{dst}/{src}"])
+    else:
+        raise ToolFailure("invalid_arguments", f"no rate from {src} to {dst}")
+    try:
+        out = (amount * rate).quantize(Decimal(1).scaleb(-int(digits)), rounding=ROUND_HALF_UP)
+    except (InvalidOperation, ValueError) as exc:
+        raise ToolFailure("invalid_arguments", f"cannot round the amount: {exc}") from None
+    return float(out)
+
+
 def compute(op: str, a: dict[str, Any], fields: list[str]) -> dict[str, Any]:
     """Compute `op` over the operands in `a` (x, y / numbers / value, precision, base, units)."""
     import math
     import statistics
 
     digits = a.get("precision")
+    if op in {"date_add", "date_diff", "weekday"}:
+        return shape_result(_date_op(op, a), {}, fields)
+    if op == "currency":
+        return shape_result(_money(a, 2 if digits is None else digits), {}, fields)
     if op in {"mean", "min", "max", "sum", "stdev"}:
         numbers = a.get("numbers")
         if not isinstance(numbers, list) or not numbers:
