@@ -33,6 +33,7 @@ from weft_toolspace.models import EdgeKind
 from weft_toolspace.pipeline import hosted, mine, record, save_json, save_traces
 from weft_toolspace.settings import ToolSpaceSettings
 from weft_toolspace.synthesize import synthesize
+from weft_toolspace.traces import load_traces
 from weft_toolspace.walk import WalkConfig, Walker
 
 LABELS = Path(__file__).with_name("data_edge_labels.json")
@@ -45,14 +46,20 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     times: dict[str, float] = {}
     async with hosted(out / "megamcp") as client:
-        traces = await record(
-            client,
-            ok,
-            settings.server_home,
-            episodes=args.episodes,
-            steps=args.steps,
-            seed=args.seed,
-        )
+        if args.traces is not None:
+            await servers.register(client, ok, settings.server_home)
+            traces, problems = load_traces([args.traces])
+            if problems:
+                raise SystemExit("; ".join(problems))
+        else:
+            traces = await record(
+                client,
+                ok,
+                settings.server_home,
+                episodes=args.episodes,
+                steps=args.steps,
+                seed=args.seed,
+            )
         save_traces(traces, out / "traces.jsonl")
         times["record_s"] = time.perf_counter() - t0
         graph = await mine(client, traces, min_count=args.min_count, min_weight=settings.min_weight)

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 _VOLATILE = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?"
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    r"|\b[0-9a-f]{7,40}\b",  # commit hashes
+    r"|\b[0-9a-f]{7,40}\b"  # commit hashes
+    # JavaScript Date strings (filesystem's get_file_info: created / modified / accessed)
+    r"|\b\w{3} \w{3} \d{2} \d{4} \d{2}:\d{2}:\d{2} GMT[+-]\d{4}(?: \([^)]*\))?",
     re.I,
 )
 

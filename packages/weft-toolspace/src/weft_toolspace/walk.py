@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from weft_toolspace.graph import ToolGraph, leaves
-from weft_toolspace.models import Chain, ChainStep, DataLink, EdgeKind, EdgeRecord
+from weft_toolspace.models import (
+    Binding,
+    Chain,
+    ChainStep,
+    DataLink,
+    EdgeExample,
+    EdgeKind,
+    EdgeRecord,
+)
 from weft_toolspace.traces import parse_value
 
 if TYPE_CHECKING:
@@ -96,14 +104,26 @@ def _typed(value: Any, json_type: str) -> bool:
 
 
 def fill_arguments(
-    graph: ToolGraph, edge: EdgeRecord | None, prev_result: Any, rng: random.Random
+    graph: ToolGraph,
+    edge: EdgeRecord | None,
+    prev_result: Any,
+    rng: random.Random,
+    prev_arguments: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Arguments for edge.target, or None when a routed argument has no value in o_t."""
+    """Arguments for edge.target, or None when a routed argument has no value in o_t.
+
+    With recorded instances of the edge, one is taken and each of its bindings gets the value the
+    actual previous call produced (data: the leaf at the same output path) or touched (state: its
+    argument at the same path, i.e. the same object); without, a node example and the edge's
+    routes."""
     node = graph.nodes[edge.target] if edge else None
-    if node is None or not node.examples:
+    if edge is None or node is None or not node.examples:
         return None
+    if edge.examples:
+        ex = rng.choice(edge.examples)
+        return _from_example(ex, node.examples, edge.kind, prev_result, prev_arguments or {}, rng)
     args: dict[str, Any] = _copy(rng.choice(node.examples))
-    if edge is None or edge.kind is not EdgeKind.DATA:
+    if edge.kind is not EdgeKind.DATA:
         return args
     resolved = 0
     for link in edge.links:
@@ -112,6 +132,73 @@ def fill_arguments(
             _set(args, link.argument, value)
             resolved += 1
     return args if resolved else None
+
+
+def _index(path: str) -> str | None:
+    first = path.split(".", 1)[0]
+    return first if first.isdigit() else None
+
+
+def _from_example(
+    ex: EdgeExample,
+    examples: list[dict[str, Any]],
+    kind: EdgeKind,
+    prev: Any,
+    prev_args: dict[str, Any],
+    rng: random.Random,
+) -> dict[str, Any] | None:
+    args = _copy(ex.arguments)
+    anchor: str | None = None  # the row / entity index the first value came from
+    for b in ex.bindings:
+        if b.source.startswith("args:"):
+            new = _same_object(b, prev_args)
+        elif b.source.endswith("~"):
+            link = DataLink(argument=b.argument, output=b.source, json_type="string")
+            new = _route(link, [ex.arguments, *examples], prev, rng)
+        else:
+            path = b.source.rstrip("^")
+            found = [
+                (p, v)
+                for p, v in leaves(prev)
+                if (path == "$" and p == "") or _shape(p) == _shape(path)
+            ]
+            found = [(p, v) for p, v in found if type(v) is type(b.value)]
+            aligned = [(p, v) for p, v in found if anchor is not None and _index(p) == anchor]
+            pick = rng.choice(aligned or found) if found else None
+            if pick is not None and anchor is None:
+                anchor = _index(pick[0])
+            new = pick[1] if pick is not None else None
+        if new is None:
+            if kind is EdgeKind.DATA:
+                return None  # not admissible: the value is not in o_t
+            continue
+        _bind(args, b, new)
+    return args
+
+
+def _same_object(b: Binding, prev_args: dict[str, Any]) -> Any:
+    cur = _get(prev_args, b.source.removeprefix("args:"))
+    if not cur:
+        return None
+    if b.whole:
+        return cur[0]
+    if not isinstance(cur[0], str) or b.context is None:
+        return None
+    # The recorded x_i with the token as a group, matched against the actual x_i.
+    at = b.context.find(b.value)
+    pattern = re.escape(b.context[:at]) + r"(\w+)" + re.escape(b.context[at + len(b.value) :])
+    m = re.fullmatch(pattern, cur[0])
+    return m.group(1) if m else None
+
+
+def _bind(args: dict[str, Any], b: Binding, new: Any) -> None:
+    if b.whole:
+        _set(args, b.argument, new)
+        return
+    cur = _get(args, b.argument)
+    if cur and isinstance(cur[0], str) and isinstance(b.value, str):
+        pat = re.compile(rf"(?<![\w.-]){re.escape(b.value)}(?![\w-])")
+        _set(args, b.argument, pat.sub(lambda _: str(new), cur[0]))
 
 
 def _route(link: DataLink, examples: list[dict[str, Any]], prev: Any, rng: random.Random) -> Any:
@@ -159,7 +246,10 @@ class Walker:
         return chains
 
     def _starts(self) -> list[str]:
-        return [k for k, n in self.graph.nodes.items() if n.examples and k in self._out]
+        """Nodes the corpus shows callable at s_0 (a trace began there), else any with an edge."""
+        nodes = self.graph.nodes
+        out = [k for k, n in nodes.items() if n.examples and k in self._out]
+        return [k for k in out if nodes[k].starts] or out
 
     async def _call(self, group: GroupHandle, step: ChainStep) -> tuple[bool, Any, bool]:
         res = await self.client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
@@ -182,7 +272,7 @@ class Walker:
         if not starts:
             self.stats.discarded["no start node"] += 1
             return None
-        weights = [self.graph.nodes[k].count for k in starts]
+        weights = [self.graph.nodes[k].starts or self.graph.nodes[k].count for k in starts]
         first = rng.choices(starts, weights)[0]
         steps: list[ChainStep] = []
         snaps: list[tuple[int, str]] = [(0, s0)]
@@ -195,6 +285,8 @@ class Walker:
             if len(steps) >= 2 * cfg.length:
                 self.stats.discarded["too few environments"] += 1
                 return None
+            if not pending and not steps:
+                pending = [(None, rng.choices(starts, weights)[0])]  # the start failed: another
             if not pending:
                 self.stats.discarded["dead end"] += 1
                 return None
@@ -205,7 +297,9 @@ class Walker:
             args = (
                 _copy(rng.choice(node.examples))
                 if edge is None and node.examples
-                else fill_arguments(self.graph, edge, prev, rng)
+                else fill_arguments(
+                    self.graph, edge, prev, rng, steps[-1].arguments if steps else None
+                )
             )
             if args is None:
                 continue  # not admissible: inputs not fillable from o_t
