@@ -66,7 +66,7 @@ def test_argument_roles_come_from_names_and_verbs() -> None:
     assert role("write_file", "path") == "new-file"
     assert role("read_text_file", "path") == PATH
     assert role("list_directory", "path") == "dir"
-    assert role("read_query", "query") == "sql" and role("search_nodes", "query") == "search"
+    assert role("read_query", "query") == "sql-read" and role("search_nodes", "query") == "search"
     assert role("git_create_branch", "branch_name") == "new-branch"
     assert role("git_checkout", "branch_name") == BRANCH
     assert considered("Read a file. DEPRECATED: use read_text_file") is False

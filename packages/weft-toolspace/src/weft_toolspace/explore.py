@@ -40,7 +40,7 @@ TOPICS = ("engines", "compilers", "ciphers", "orbits", "chemistry", "budgets")
 # Fact kinds a result can show and an argument can take.
 PATH, DIR, ENTITY, OBS, TABLE, ROW = "path", "dir", "entity", "observation", "table", "row"
 LINE, REV, BRANCH, ZONE, CLOCK = "line", "revision", "branch", "zone", "clock"
-TEXTUAL = (ENTITY, OBS, ROW, LINE, ZONE)  # what a note, an insight or a row can be written from
+TEXTUAL = (ENTITY, OBS, ROW, LINE)  # what a note, an insight or a row can be written from
 _UNDO = ("delete", "reset", "move")
 _READ_VERBS = ("list", "read", "get", "search", "open", "describe", "show", "status", "log")
 
@@ -53,10 +53,23 @@ class Fact:
     made: bool = False  # from the call's own arguments (what it made), not from its result
 
 
+USES = 2
+
+
+def _fkey(f: Fact) -> str:
+    return f"{f.kind}:{f.value!r}"
+
+
 @dataclass
 class Memory:
     facts: list[Fact] = field(default_factory=list)
     fresh: list[Fact] = field(default_factory=list)  # what the last call showed or made
+    # How often each fact was put into a call: a value used twice is done with (the agent moves
+    # on instead of converting the same time zone back and forth).
+    used: Counter[str] = field(default_factory=Counter)
+
+    def open_(self) -> list[Fact]:
+        return [f for f in self.fresh if self.used[_fkey(f)] < USES]
 
     def add(self, fact: Fact) -> None:
         if fact not in self.facts:
@@ -96,7 +109,11 @@ def role(tool: str, arg: str) -> str | None:
         "observations": "observations",
         "deletions": "deletions",
         "relations": "relations",
-        "query": "sql" if tool.endswith(("_query", "_table")) else "search",
+        "query": (
+            {"read": "sql-read", "write": "sql-write", "create": "sql-create"}.get(verb, "sql")
+            if tool.endswith(("_query", "_table"))
+            else "search"
+        ),
         "table_name": TABLE,
         "insight": "text",
         "repo_path": "repo",
@@ -124,6 +141,8 @@ _CONSUMES = {
     ZONE: (ZONE,),
     CLOCK: (CLOCK,),
     "observations": (ENTITY, OBS, ROW, LINE),
+    "sql-read": (TABLE, ROW),
+    "sql-write": (TABLE, *TEXTUAL),
     "new-entities": (ROW, LINE),
     "relations": (ENTITY,),
     "deletions": (OBS,),
@@ -139,6 +158,22 @@ def considered(description: str) -> bool:
     not readers of images and audio."""
     d = description.lower()
     return "deprecated" not in d and not ("image" in d and "audio" in d)
+
+
+# Roles that name an existing object, and the fact kind that must be known for them.
+_NEEDS = {
+    PATH: PATH,
+    ENTITY: ENTITY,
+    TABLE: TABLE,
+    REV: REV,
+    BRANCH: BRANCH,
+    "sql-read": TABLE,
+    "sql-write": TABLE,
+    "deletions": OBS,
+    "edits": LINE,
+    "relations": ENTITY,
+    "observations": ENTITY,
+}
 
 
 def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -233,42 +268,43 @@ class ExplorerPolicy:
         self.guess = guess
         self.last: tuple[str, str, bool] | None = None  # (mcp, tool, ok)
         self.recent: list[str] = []
+        self.servers: list[str] = []
 
     def _roles(self, tool: str, schema: dict[str, Any]) -> list[str]:
         return [r for a in schema.get("required", []) if (r := role(tool, a)) is not None]
 
     def follows(self, tool: str, schema: dict[str, Any]) -> bool:
         """Whether the tool can use a fact the last call showed or made."""
-        fresh = {f.kind for f in self.memory.fresh}
+        fresh = {f.kind for f in self.memory.open_()}
         return any(k in fresh for r in self._roles(tool, schema) for k in _CONSUMES.get(r, ()))
 
     def fillable(self, tool: str, schema: dict[str, Any]) -> bool:
         """Every reference argument has a known fact (a guess is made elsewhere, on purpose)."""
-        for r in self._roles(tool, schema):
-            if r in (PATH, ENTITY, TABLE, REV, BRANCH, "deletions", "edits") and not any(
-                self.memory.of(k) for k in _CONSUMES[r]
-            ):
-                return False
-        return True
+        return all(self.memory.of(_NEEDS[r]) for r in self._refs(tool, schema))
 
     def _weight(self, mcp: str, tool: str, schema: dict[str, Any]) -> float:
         """How much a goal-directed agent wants this call now: using what the last call showed
         beats using what it made; carrying a value to another server is what cross-environment
         work is; destroying or undoing is rarely the point."""
-        fresh_shown = {f.kind for f in self.memory.fresh if not f.made}
+        fresh_shown = {f.kind for f in self.memory.open_() if not f.made}
         uses = {k for r in self._roles(tool, schema) for k in _CONSUMES.get(r, ())}
         w = 3.0 if uses & fresh_shown else 1.0
         if self.last is not None and mcp != self.last[0]:
             w *= 1.5
         if _verb(tool) in _UNDO:
             w *= 0.15
-        return w * (1.0 + min(self.habits[tool], 20) / 4)
+        return w * (1.0 + min(self.habits[tool], 12) / 6)
 
     def next_call(self) -> tuple[str, str, dict[str, Any]]:
         r = self.rng
         flat = [(m, t, s) for m, ts in self.tools.items() for t, s in ts]
         usable = [c for c in flat if self.fillable(c[1], c[2]) and self.recent[-2:] != [c[1]] * 2]
-        if self.last is not None and not self.last[2]:
+        last3 = self.servers[-3:]
+        stuck = last3[0] if len(last3) == 3 and len(set(last3)) == 1 else None
+        if stuck is not None and any(c[0] != stuck for c in usable):
+            # Three calls on one server in a row: carry the work elsewhere (no endless loops).
+            usable = [c for c in usable if c[0] != stuck]
+        if self.last is not None and not self.last[2] and self.last[0] != stuck:
             # Recovery: another tool of the failing server that needs nothing it lacks.
             mcp, failed, _ = self.last
             options = [c for c in usable if c[0] == mcp and c[1] != failed and reads_only(c[1])]
@@ -291,7 +327,8 @@ class ExplorerPolicy:
         return self._make(r.choices(pool, weights)[0])
 
     def _refs(self, tool: str, schema: dict[str, Any]) -> list[str]:
-        return [x for x in self._roles(tool, schema) if x in _CONSUMES and x not in ("text",)]
+        """Roles that must name something that exists (a tool without any opens new work)."""
+        return [x for x in self._roles(tool, schema) if x in _NEEDS]
 
     def _make(self, choice: tuple[str, str, dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
         mcp, tool, schema = choice
@@ -299,15 +336,21 @@ class ExplorerPolicy:
         for name in schema.get("required", []):
             args[name] = self._value(tool, name, schema.get("properties", {}).get(name, {}))
         self.recent.append(tool)
+        self.servers.append(mcp)
         return mcp, tool, args
 
     def _fact(self, *kinds: str) -> Fact | None:
         """A fact of one of `kinds`, preferably one the last call showed (that is the data flow)."""
-        fresh = [f for f in self.memory.fresh if f.kind in kinds]
-        if fresh and self.rng.random() < 0.9:
-            return self.rng.choice(fresh)
+        fresh = [f for f in self.memory.open_() if f.kind in kinds]
         known = [f for f in self.memory.facts if f.kind in kinds]
-        return self.rng.choice(known) if known else None
+        pick = (
+            self.rng.choice(fresh)
+            if fresh and self.rng.random() < 0.9
+            else (self.rng.choice(known) if known else None)
+        )
+        if pick is not None:
+            self.memory.used[_fkey(pick)] += 1
+        return pick
 
     def _ref(self, kind: str, invent: Callable[[], str]) -> str:
         fact = self._fact(kind)
@@ -375,7 +418,7 @@ class ExplorerPolicy:
         if kind == "search":
             subject, _ = self._snippet()
             return subject.split()[0]
-        if kind == "sql":
+        if kind is not None and kind.startswith("sql"):
             return self._sql(tool)
         if kind in (TABLE, REV, BRANCH):
             return self._ref(kind, lambda: word)

@@ -42,7 +42,9 @@ class WalkConfig(BaseModel):
     length: int = Field(default=15, ge=1, description="L: calls per chain.")
     environments: int = Field(default=2, ge=1, description="K: environments a chain must cross.")
     attempts: int = Field(default=10, ge=1, description="Walk attempts (the walk budget).")
-    max_rollbacks: int = Field(default=8, ge=0, description="Rollbacks before a walk is discarded.")
+    max_rollbacks: int = Field(
+        default=12, ge=0, description="Rollbacks (failed steps and backtracks) before discard."
+    )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
 
@@ -109,19 +111,22 @@ def fill_arguments(
     prev_result: Any,
     rng: random.Random,
     prev_arguments: dict[str, Any] | None = None,
+    earlier: list[Any] | None = None,
 ) -> dict[str, Any] | None:
     """Arguments for edge.target, or None when a routed argument has no value in o_t.
 
     With recorded instances of the edge, one is taken and each of its bindings gets the value the
     actual previous call produced (data: the leaf at the same output path) or touched (state: its
     argument at the same path, i.e. the same object); without, a node example and the edge's
-    routes."""
+    routes. A data value missing from o_t may come from an earlier return (`earlier`, newest
+    first): the paper's "filled from earlier returns"."""
     node = graph.nodes[edge.target] if edge else None
     if edge is None or node is None or not node.examples:
         return None
     if edge.examples:
         ex = rng.choice(edge.examples)
-        return _from_example(ex, node.examples, edge.kind, prev_result, prev_arguments or {}, rng)
+        returns = [prev_result, *(earlier or [])]
+        return _from_example(ex, node.examples, edge.kind, returns, prev_arguments or {}, rng)
     args: dict[str, Any] = _copy(rng.choice(node.examples))
     if edge.kind is not EdgeKind.DATA:
         return args
@@ -143,7 +148,7 @@ def _from_example(
     ex: EdgeExample,
     examples: list[dict[str, Any]],
     kind: EdgeKind,
-    prev: Any,
+    returns: list[Any],
     prev_args: dict[str, Any],
     rng: random.Random,
 ) -> dict[str, Any] | None:
@@ -154,15 +159,22 @@ def _from_example(
             new = _same_object(b, prev_args)
         elif b.source.endswith("~"):
             link = DataLink(argument=b.argument, output=b.source, json_type="string")
-            new = _route(link, [ex.arguments, *examples], prev, rng)
+            new = next(
+                (v for o in returns if (v := _route(link, [ex.arguments, *examples], o, rng))),
+                None,
+            )
         else:
             path = b.source.rstrip("^")
-            found = [
-                (p, v)
-                for p, v in leaves(prev)
-                if (path == "$" and p == "") or _shape(p) == _shape(path)
-            ]
-            found = [(p, v) for p, v in found if type(v) is type(b.value)]
+            found = []
+            for o in returns:  # o_t first, then earlier returns
+                found = [
+                    (p, v)
+                    for p, v in leaves(o)
+                    if ((path == "$" and p == "") or _shape(p) == _shape(path))
+                    and type(v) is type(b.value)
+                ]
+                if found:
+                    break
             aligned = [(p, v) for p, v in found if anchor is not None and _index(p) == anchor]
             pick = rng.choice(aligned or found) if found else None
             if pick is not None and anchor is None:
@@ -273,11 +285,13 @@ class Walker:
             self.stats.discarded["no start node"] += 1
             return None
         weights = [self.graph.nodes[k].starts or self.graph.nodes[k].count for k in starts]
-        first = rng.choices(starts, weights)[0]
         steps: list[ChainStep] = []
         snaps: list[tuple[int, str]] = [(0, s0)]
         rollbacks = 0
-        pending: list[tuple[EdgeRecord | None, str]] = [(None, first)]
+        # frontier[i]: the still untried neighbours of v_i (frontier[0]: the start).
+        frontier: list[list[tuple[EdgeRecord | None, str]]] = [
+            [(None, rng.choices(starts, weights)[0])]
+        ]
         while True:
             envs = {s.environment for s in steps}
             if len(steps) >= cfg.length and len(envs) >= cfg.environments:
@@ -285,24 +299,40 @@ class Walker:
             if len(steps) >= 2 * cfg.length:
                 self.stats.discarded["too few environments"] += 1
                 return None
+            pending = frontier[-1]
             if not pending and not steps:
-                pending = [(None, rng.choices(starts, weights)[0])]  # the start failed: another
+                pending.append((None, rng.choices(starts, weights)[0]))  # the start failed
             if not pending:
-                self.stats.discarded["dead end"] += 1
-                return None
+                # No admissible neighbour of v_t works: drop v_t, restore s_{t-1} and resample
+                # among the other neighbours of v_{t-1} (rollback one level up).
+                rollbacks += 1
+                self.stats.rollbacks += 1
+                if rollbacks > cfg.max_rollbacks:
+                    self.stats.discarded["dead end"] += 1
+                    return None
+                frontier.pop()
+                dropped = steps.pop()
+                snaps = [x for x in snaps if x[0] <= len(steps)]
+                if dropped.mutated:
+                    await self._rollback(group, steps, snaps)
+                continue
             edge, target = self._sample(pending)
-            pending = [p for p in pending if p != (edge, target)]
+            pending.remove((edge, target))
             node = self.graph.nodes[target]
-            prev = steps[-1].result if steps else None
             args = (
                 _copy(rng.choice(node.examples))
                 if edge is None and node.examples
                 else fill_arguments(
-                    self.graph, edge, prev, rng, steps[-1].arguments if steps else None
+                    self.graph,
+                    edge,
+                    steps[-1].result if steps else None,
+                    rng,
+                    steps[-1].arguments if steps else None,
+                    earlier=[s.result for s in reversed(steps[:-1]) if not s.failed],
                 )
             )
             if args is None:
-                continue  # not admissible: inputs not fillable from o_t
+                continue  # not admissible: inputs not fillable from earlier returns
             step = ChainStep(
                 node=target,
                 mcp=node.mcp,
@@ -318,7 +348,7 @@ class Walker:
                 # A recoverable error (§4.1.2): kept as an observation; only a retry edge may follow.
                 step.result, step.failed = result, True
                 steps.append(step)
-                pending = [(e, e.target) for e in retries]
+                frontier.append([(e, e.target) for e in retries])
                 continue
             if not ok or violated:
                 rollbacks += 1
@@ -333,9 +363,9 @@ class Walker:
             steps.append(step)
             if len(steps) % cfg.snapshot_every == 0:
                 snaps.append((len(steps), await self.client.snapshot(group)))
-            pending = [
-                (e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY
-            ]
+            frontier.append(
+                [(e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY]
+            )
 
     def _sample(
         self, pending: list[tuple[EdgeRecord | None, str]]
