@@ -29,8 +29,10 @@ from typing import Any
 from weft_core.console import summary_table
 from weft_toolspace import servers
 from weft_toolspace.clusters import cluster, environment_of
+from weft_toolspace.counterfactual import witness_all
+from weft_toolspace.graph import build_graph
 from weft_toolspace.models import EdgeKind
-from weft_toolspace.pipeline import hosted, mine, record, save_json, save_traces
+from weft_toolspace.pipeline import hosted, record, save_json, save_traces
 from weft_toolspace.settings import ToolSpaceSettings
 from weft_toolspace.synthesize import synthesize
 from weft_toolspace.traces import load_traces
@@ -62,7 +64,12 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             )
         save_traces(traces, out / "traces.jsonl")
         times["record_s"] = time.perf_counter() - t0
-        graph = await mine(client, traces, min_count=args.min_count, min_weight=settings.min_weight)
+        # State edges are witnessed once and kept, so other pruning settings can be tried offline.
+        pairs = await witness_all(client, traces)
+        save_json(sorted(pairs), out / "state_pairs.json")
+        graph = build_graph(
+            traces, state_pairs=pairs, min_count=args.min_count, min_weight=settings.min_weight
+        )
         save_json(graph.model_dump(mode="json"), out / "graph.json")
         times["mine_s"] = time.perf_counter() - t0 - times["record_s"]
         envs = cluster(graph, seed=args.seed)

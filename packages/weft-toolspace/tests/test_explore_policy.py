@@ -92,3 +92,19 @@ def test_after_an_error_it_turns_to_another_tool_of_that_server_that_discovers()
         mcp, tool, _ = p.next_call()
         turned += mcp == "sqlite" and tool in ("list_tables", "describe_table")
     assert turned >= 14, turned
+
+
+def test_it_never_repeats_the_call_it_just_made() -> None:
+    for seed in range(10):
+        tools = [
+            ("get_current_time", _schema("timezone")),
+            ("convert_time", _schema("source_timezone", "time", "target_timezone")),
+        ]
+        p = ExplorerPolicy({"time": tools}, seed=seed)
+        prev = None
+        for _ in range(6):
+            call = p.next_call()
+            zone = call[2].get("timezone", call[2].get("source_timezone"))
+            p.observe(call[0], call[1], call[2], {"timezone": zone}, True)
+            assert call != prev
+            prev = call

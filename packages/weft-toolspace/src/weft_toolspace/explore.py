@@ -269,6 +269,7 @@ class ExplorerPolicy:
         self.last: tuple[str, str, bool] | None = None  # (mcp, tool, ok)
         self.recent: list[str] = []
         self.servers: list[str] = []
+        self.previous: tuple[str, str, dict[str, Any]] | None = None
 
     def _roles(self, tool: str, schema: dict[str, Any]) -> list[str]:
         return [r for a in schema.get("required", []) if (r := role(tool, a)) is not None]
@@ -293,9 +294,21 @@ class ExplorerPolicy:
             w *= 1.5
         if _verb(tool) in _UNDO:
             w *= 0.15
-        return w * (1.0 + min(self.habits[tool], 12) / 6)
+        return w * (1.0 + min(self.habits[tool], 30) / 3)
 
     def next_call(self) -> tuple[str, str, dict[str, Any]]:
+        """The next call; never the very call just made (an agent does not ask twice)."""
+        call = self._next_call()
+        for _ in range(8):
+            if call != self.previous:
+                break
+            self.recent.pop()
+            self.servers.pop()
+            call = self._next_call()
+        self.previous = call
+        return call
+
+    def _next_call(self) -> tuple[str, str, dict[str, Any]]:
         r = self.rng
         flat = [(m, t, s) for m, ts in self.tools.items() for t, s in ts]
         usable = [c for c in flat if self.fillable(c[1], c[2]) and self.recent[-2:] != [c[1]] * 2]
