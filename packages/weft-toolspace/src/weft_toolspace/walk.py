@@ -1,14 +1,18 @@
 """State-aware random walks with rollback (§4.2.1, Algorithm 1 lines 3–7), executed for real on a
 MegaMCP group that hosts every server of the graph.
 
-From v_t only admissible neighbours are kept: a data edge's routed arguments must resolve in the
-actual output o_t (parameter provenance); the others come from recorded argument values (the task's
-inputs). Among them one is sampled proportionally to w(v_t, v). After execution, a failed call or a
-violated relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1}
-(if the failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the
-latest snapshot and the chain since is re-executed) and another neighbour is sampled. A walk ends
-when it has L calls over K environments; it is discarded after too many rollbacks, at a dead end,
-or when 2L calls still cover fewer than K environments.
+Walks start at nodes that began a recorded trace (callable at s_0). From v_t only admissible
+neighbours are kept: the edge's recorded instance is re-bound to the actual chain (a data value is
+taken from the same output path of o_t, or of an earlier return; a state edge's object name from
+the actual x_t); the other arguments come from the recorded instance (the task's inputs). Among
+them one is sampled proportionally to w(v_t, v) (times a bias towards environments the walk has
+not covered yet while it lacks K; 1.0 is Eq. 3). After execution, a failed call or a violated
+relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1} (if the
+failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the latest
+snapshot and the chain since is re-executed) and another neighbour is sampled. When no neighbour of
+v_t works, v_t itself is rolled back and another neighbour of v_{t-1} is sampled. A walk ends when
+it has L calls over K environments; it is discarded after too many rollbacks or when 2L calls still
+cover fewer than K environments.
 """
 
 from __future__ import annotations
@@ -44,6 +48,12 @@ class WalkConfig(BaseModel):
     attempts: int = Field(default=10, ge=1, description="Walk attempts (the walk budget).")
     max_rollbacks: int = Field(
         default=12, ge=0, description="Rollbacks (failed steps and backtracks) before discard."
+    )
+    new_environment_bias: float = Field(
+        default=3.0,
+        ge=1.0,
+        description="Weight factor for neighbours in an environment the walk has not covered "
+        "while it covers fewer than K (1.0: Eq. 3 exactly).",
     )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
@@ -316,7 +326,7 @@ class Walker:
                 if dropped.mutated:
                     await self._rollback(group, steps, snaps)
                 continue
-            edge, target = self._sample(pending)
+            edge, target = self._sample(pending, envs)
             pending.remove((edge, target))
             node = self.graph.nodes[target]
             args = (
@@ -368,8 +378,21 @@ class Walker:
             )
 
     def _sample(
-        self, pending: list[tuple[EdgeRecord | None, str]]
+        self, pending: list[tuple[EdgeRecord | None, str]], visited: set[str] | None = None
     ) -> tuple[EdgeRecord | None, str]:
-        """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3)."""
-        weights = [e.weight if e is not None else 1.0 for e, _ in pending]
+        """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3);
+        while the walk covers fewer than K environments, a neighbour in an unvisited one has its
+        weight multiplied by `new_environment_bias` (1.0 is the paper's Eq. 3)."""
+        bias = self.cfg.new_environment_bias
+        weights = [
+            (e.weight if e is not None else 1.0)
+            * (
+                bias
+                if visited is not None
+                and len(visited) < self.cfg.environments
+                and self.env_of.get(t, "env-?") not in visited
+                else 1.0
+            )
+            for e, t in pending
+        ]
         return self.rng.choices(pending, weights)[0]
