@@ -72,7 +72,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         )
         save_json(graph.model_dump(mode="json"), out / "graph.json")
         times["mine_s"] = time.perf_counter() - t0 - times["record_s"]
-        envs = cluster(graph, seed=args.seed)
+        envs = cluster(graph, seed=args.seed, resolution=args.resolution)
         cfg = WalkConfig(
             length=args.length, environments=args.envs, attempts=args.attempts, seed=args.seed
         )
@@ -97,6 +97,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     judged = [labels[k] for k in data_keys if k in labels]
     return {
         "min_count": args.min_count,
+        "resolution": args.resolution,
         "servers": ok,
         "servers_failed": failed,
         "traces": len(traces),
@@ -135,6 +136,12 @@ def main() -> None:
     p.add_argument("--envs", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--min-count", type=int, default=2, help="prune edges seen fewer times")
+    p.add_argument(
+        "--resolution",
+        type=float,
+        default=ToolSpaceSettings().resolution,
+        help="Louvain resolution of the environment clustering",
+    )
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--keep", type=Path, default=None, help="keep the run folder here")

@@ -382,7 +382,8 @@ class ExplorerPolicy:
         if fact.kind == OBS:
             owner = [f for f in self.memory.of(ENTITY)]
             return (str(owner[0].value) if owner else self.rng.choice(PEOPLE)), str(fact.value)
-        return str(fact.value), self.rng.choice(TOPICS)
+        subject, sep, detail = str(fact.value).partition(": ")  # a note line "subject: detail"
+        return subject, detail if sep else self.rng.choice(TOPICS)
 
     def _value(self, tool: str, arg: str, prop: dict[str, Any]) -> Any:
         r = self.rng
