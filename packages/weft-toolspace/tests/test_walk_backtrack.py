@@ -90,3 +90,14 @@ async def test_a_dead_end_is_rolled_back_and_another_neighbour_taken() -> None:
     for c in chains:
         tools = [s.tool for s in c.steps]
         assert tools[0] == "a" and "dead" not in tools and len(tools) == 5
+
+
+async def test_walks_start_only_where_k_environments_are_reachable() -> None:
+    g = _graph()
+    g.nodes["lone"] = NodeRecord(
+        key="lone", mcp="s", tool="lone", argument_names=[], count=9, starts=9, examples=[{}]
+    )
+    g.edges.append(EdgeRecord(source="lone", target="lone", kind=EdgeKind.STATE, count=9, weight=1))
+    env_of = {"a": "e0", "dead": "e0", "c": "e1", "d": "e1", "lone": "e2"}
+    walker = Walker(FakeMegaMCP(), g, env_of, WalkConfig(environments=2))  # type: ignore[arg-type]
+    assert walker._starts() == ["a"]

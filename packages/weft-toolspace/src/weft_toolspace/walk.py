@@ -268,10 +268,23 @@ class Walker:
         return chains
 
     def _starts(self) -> list[str]:
-        """Nodes the corpus shows callable at s_0 (a trace began there), else any with an edge."""
+        """Nodes the corpus shows callable at s_0 (a trace began there), else any with an edge;
+        of those, the ones from which K environments are reachable at all (a walk from any other
+        can never be retained, so it would only spend the walk budget)."""
         nodes = self.graph.nodes
         out = [k for k, n in nodes.items() if n.examples and k in self._out]
-        return [k for k in out if nodes[k].starts] or out
+        out = [k for k in out if nodes[k].starts] or out
+        reach = [k for k in out if len(self._reachable_envs(k)) >= self.cfg.environments]
+        return reach or out
+
+    def _reachable_envs(self, start: str) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for e in self._out.get(todo.pop(), []):
+                if e.kind is not EdgeKind.RETRY and e.target not in seen:
+                    seen.add(e.target)
+                    todo.append(e.target)
+        return {self.env_of.get(n, "env-?") for n in seen}
 
     async def _call(self, group: GroupHandle, step: ChainStep) -> tuple[bool, Any, bool]:
         res = await self.client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
