@@ -2,7 +2,9 @@
 servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier on 127.0.0.1.
 
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
-     --length 15 --envs 2] [--json FILE] [--keep DIR]
+     --length 15 --envs 2 --min-count 2 --resolution 2.0] [--traces FILE] [--json FILE]
+     [--keep DIR]   (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json
+     holds the witnessed state pairs)
 
 Prints: edges by type with their share (paper: data 69%, state 25%, retry 6%), nodes, clusters by
 kind, walks tried / kept / rollbacks, tasks accepted by replay from s0, mean and maximum calls and
@@ -10,7 +12,7 @@ environments per task (paper: 18.86 calls, 2.29 environments), and the precision
 the hand-checked sample in `data_edge_labels.json` (edges keyed `source -> target`, labelled by
 reading the recorded pairs; edges not in the sample are counted as unlabelled).
 
-The traces come from `weft_toolspace.explore` (a scripted exploring policy, no model): the
+The traces come from `weft_toolspace.explore` (a programmatic explorer: rules, no model): the
 environments, chains and tasks are real executions; task *solving* by a model is not measured here.
 """
 

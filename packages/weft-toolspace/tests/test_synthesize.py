@@ -137,3 +137,19 @@ def test_replays_mask_the_file_times_the_filesystem_server_reports() -> None:
     b = "size: 29\ncreated: Thu Dec 03 2026 10:05:18 GMT+0000 (Coordinated Universal Time)"
     assert observation_text(a) == observation_text(b)
     assert observation_text(a) != observation_text(a.replace("29", "30"))
+
+
+def test_task_text_states_each_goal_once() -> None:
+    from weft_toolspace.synthesize import task_goals
+
+    step = ChainStep(
+        node="n",
+        mcp="fs",
+        tool="write_file",
+        arguments={"path": "a.md", "content": "Ada: x"},
+        environment="e",
+        mutated=True,
+    )
+    cand = candidates(Chain(id="c", steps=[step, step.model_copy()]))
+    assert len(cand.final) == 2
+    assert [g.text for g in task_goals(cand)] == ["the file 'a.md' contains \"Ada: x\""]
