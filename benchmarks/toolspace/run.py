@@ -2,7 +2,9 @@
 servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier on 127.0.0.1.
 
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
-     --length 15 --envs 2] [--json FILE] [--keep DIR]
+     --length 15 --envs 2 --min-count 2 --resolution 2.0] [--traces FILE] [--json FILE]
+     [--keep DIR]   (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json
+     holds the witnessed state pairs)
 
 Prints: edges by type with their share (paper: data 69%, state 25%, retry 6%), nodes, clusters by
 kind, walks tried / kept / rollbacks, tasks accepted by replay from s0, mean and maximum calls and
@@ -10,7 +12,7 @@ environments per task (paper: 18.86 calls, 2.29 environments), and the precision
 the hand-checked sample in `data_edge_labels.json` (edges keyed `source -> target`, labelled by
 reading the recorded pairs; edges not in the sample are counted as unlabelled).
 
-The traces come from `weft_toolspace.explore` (a scripted exploring policy, no model): the
+The traces come from `weft_toolspace.explore` (a programmatic explorer: rules, no model): the
 environments, chains and tasks are real executions; task *solving* by a model is not measured here.
 """
 
@@ -29,10 +31,13 @@ from typing import Any
 from weft_core.console import summary_table
 from weft_toolspace import servers
 from weft_toolspace.clusters import cluster, environment_of
+from weft_toolspace.counterfactual import witness_all
+from weft_toolspace.graph import build_graph
 from weft_toolspace.models import EdgeKind
-from weft_toolspace.pipeline import hosted, mine, record, save_json, save_traces
+from weft_toolspace.pipeline import hosted, record, save_json, save_traces
 from weft_toolspace.settings import ToolSpaceSettings
 from weft_toolspace.synthesize import synthesize
+from weft_toolspace.traces import load_traces
 from weft_toolspace.walk import WalkConfig, Walker
 
 LABELS = Path(__file__).with_name("data_edge_labels.json")
@@ -45,20 +50,31 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     times: dict[str, float] = {}
     async with hosted(out / "megamcp") as client:
-        traces = await record(
-            client,
-            ok,
-            settings.server_home,
-            episodes=args.episodes,
-            steps=args.steps,
-            seed=args.seed,
-        )
+        if args.traces is not None:
+            await servers.register(client, ok, settings.server_home)
+            traces, problems = load_traces([args.traces])
+            if problems:
+                raise SystemExit("; ".join(problems))
+        else:
+            traces = await record(
+                client,
+                ok,
+                settings.server_home,
+                episodes=args.episodes,
+                steps=args.steps,
+                seed=args.seed,
+            )
         save_traces(traces, out / "traces.jsonl")
         times["record_s"] = time.perf_counter() - t0
-        graph = await mine(client, traces, min_count=args.min_count, min_weight=settings.min_weight)
+        # State edges are witnessed once and kept, so other pruning settings can be tried offline.
+        pairs = await witness_all(client, traces)
+        save_json(sorted(pairs), out / "state_pairs.json")
+        graph = build_graph(
+            traces, state_pairs=pairs, min_count=args.min_count, min_weight=settings.min_weight
+        )
         save_json(graph.model_dump(mode="json"), out / "graph.json")
         times["mine_s"] = time.perf_counter() - t0 - times["record_s"]
-        envs = cluster(graph, seed=args.seed)
+        envs = cluster(graph, seed=args.seed, resolution=args.resolution)
         cfg = WalkConfig(
             length=args.length, environments=args.envs, attempts=args.attempts, seed=args.seed
         )
@@ -83,6 +99,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     judged = [labels[k] for k in data_keys if k in labels]
     return {
         "min_count": args.min_count,
+        "resolution": args.resolution,
         "servers": ok,
         "servers_failed": failed,
         "traces": len(traces),
@@ -121,6 +138,12 @@ def main() -> None:
     p.add_argument("--envs", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--min-count", type=int, default=2, help="prune edges seen fewer times")
+    p.add_argument(
+        "--resolution",
+        type=float,
+        default=ToolSpaceSettings().resolution,
+        help="Louvain resolution of the environment clustering",
+    )
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--keep", type=Path, default=None, help="keep the run folder here")

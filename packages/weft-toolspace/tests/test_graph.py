@@ -87,3 +87,41 @@ def test_clusters_are_typed_by_mutation() -> None:
     kinds = {n: e.kind for e in envs for n in e.nodes}
     assert kinds["mem/create(entities)"] is EnvironmentKind.OPERATION
     assert kinds["fs/list(path)"] in (EnvironmentKind.STATELESS, EnvironmentKind.OPERATION)
+
+
+def _sql(tool: str, query: str, result: object, mutated: bool = False) -> TraceCall:
+    return _c("sqlite", tool, {"query": query}, result, mutated=mutated)
+
+
+def test_a_value_carried_inside_a_longer_argument_is_a_data_link_but_constants_are_not() -> None:
+    rows = _sql("read_query", "SELECT * FROM staff", [{"id": 1, "name": "Ada Lovelace"}])
+    note = _c("fs", "write_file", {"path": "a.md", "content": "Ada Lovelace: engines"}, "ok")
+    links = data_links(rows, note)
+    assert [(lk.argument, lk.output, lk.value) for lk in links] == [
+        ("content", "0.name^", "Ada Lovelace")
+    ]
+    # A column name in the describe output is in every INSERT the tool makes: a constant of it.
+    desc = _sql("describe_table", "", [{"cid": 1, "name": "note", "type": "TEXT"}])
+    insert = _sql("write_query", "INSERT INTO staff (name, note) VALUES ('Bo', 'x')", "ok")
+    assert [lk.value for lk in data_links(desc, insert)] == ["note"]
+    assert data_links(desc, insert, constants=frozenset({"INSERT", "name", "note"})) == []
+
+
+def test_state_edges_record_which_argument_names_the_same_object() -> None:
+    traces = [
+        TraceRecord(
+            id=f"t{i}",
+            source="ledger",
+            calls=[
+                _sql("create_table", f"CREATE TABLE tab{i}x (id INTEGER, name TEXT)", "ok", True),
+                _sql("write_query", f"INSERT INTO tab{i}x (name) VALUES ('A{i}')", "ok", True),
+            ],
+        )
+        for i in range(3)
+    ]
+    g = build_graph(traces, state_pairs={(f"t{i}", 0) for i in range(3)})
+    (edge,) = [e for e in g.edges if e.kind is EdgeKind.STATE]
+    assert g.nodes[edge.source].starts == 3
+    b = edge.examples[0].bindings[0]
+    # the table name, not a SQL word (those are constants of both tools)
+    assert (b.argument, b.source, b.value, b.whole) == ("query", "args:query", "tab0x", False)

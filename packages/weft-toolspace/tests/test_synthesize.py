@@ -94,3 +94,62 @@ def test_fill_arguments_routes_values_from_the_actual_output() -> None:
     assert args == {"names": ["Zed Z"]}
     # the routed value is missing from o_t: the neighbour is not admissible
     assert fill_arguments(g, edge, {"other": 1}, random.Random(0)) is None
+
+
+def test_walk_arguments_follow_the_same_object_and_the_same_row() -> None:
+    def tc(tool: str, args: dict, result: object, mutated: bool = False) -> TraceCall:
+        return TraceCall(mcp="m", tool=tool, arguments=args, result=result, mutated=mutated)
+
+    traces = [
+        TraceRecord(
+            id=str(i),
+            source="ledger",
+            calls=[
+                tc("create_table", {"query": f"CREATE TABLE tab{i} (name TEXT)"}, "ok", True),
+                tc("write_query", {"query": f"INSERT INTO tab{i} (name) VALUES ('N{i}x')"}, "ok"),
+                tc("read_query", {"query": "SELECT 1"}, [{"name": f"Per{i}", "note": f"No{i}"}]),
+                tc("create_entities", {"entities": [{"name": f"Per{i}", "obs": [f"No{i}"]}]}, {}),
+            ],
+        )
+        for i in range(3)
+    ]
+    g = build_graph(traces, state_pairs={(str(i), 0) for i in range(3)})
+    state = next(e for e in g.edges if e.kind is EdgeKind.STATE)
+    args = fill_arguments(
+        g, state, "ok", random.Random(0), {"query": "CREATE TABLE fresh (name TEXT)"}
+    )
+    assert args is not None and args["query"].startswith("INSERT INTO fresh ")
+    data = next(e for e in g.edges if e.kind is EdgeKind.DATA and "read_query" in e.source)
+    rows = [{"name": "Ann", "note": "a"}, {"name": "Bob", "note": "b"}]
+    for seed in range(5):
+        got = fill_arguments(g, data, rows, random.Random(seed))
+        assert got is not None
+        ent = got["entities"][0]
+        # name and observation come from one row, not mixed across rows
+        assert (ent["name"], ent["obs"][0]) in {("Ann", "a"), ("Bob", "b")}
+    assert fill_arguments(g, data, [{"other": "x"}], random.Random(0)) is None
+
+
+def test_replays_mask_the_file_times_the_filesystem_server_reports() -> None:
+    from weft_toolspace.counterfactual import observation_text
+
+    a = "size: 29\ncreated: Wed Dec 02 2026 00:45:08 GMT+0000 (Coordinated Universal Time)"
+    b = "size: 29\ncreated: Thu Dec 03 2026 10:05:18 GMT+0000 (Coordinated Universal Time)"
+    assert observation_text(a) == observation_text(b)
+    assert observation_text(a) != observation_text(a.replace("29", "30"))
+
+
+def test_task_text_states_each_goal_once() -> None:
+    from weft_toolspace.synthesize import task_goals
+
+    step = ChainStep(
+        node="n",
+        mcp="fs",
+        tool="write_file",
+        arguments={"path": "a.md", "content": "Ada: x"},
+        environment="e",
+        mutated=True,
+    )
+    cand = candidates(Chain(id="c", steps=[step, step.model_copy()]))
+    assert len(cand.final) == 2
+    assert [g.text for g in task_goals(cand)] == ["the file 'a.md' contains \"Ada: x\""]

@@ -113,7 +113,7 @@ async def cmd_mine(args: argparse.Namespace, settings: ToolSpaceSettings) -> dic
 
 
 async def cmd_cluster(args: argparse.Namespace, settings: ToolSpaceSettings) -> dict[str, Any]:
-    envs = cluster(_graph(args.out), seed=settings.seed)
+    envs = cluster(_graph(args.out), seed=settings.seed, resolution=settings.resolution)
     save_json([e.model_dump(mode="json") for e in envs], args.out / "environments.json")
     return {"environments": len(envs), "kinds": sorted({e.kind.value for e in envs})}
 

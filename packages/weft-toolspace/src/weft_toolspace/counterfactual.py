@@ -6,6 +6,7 @@ share no state, so only same-server pairs are tested."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
 _VOLATILE = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?"
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-    r"|\b[0-9a-f]{7,40}\b",  # commit hashes
+    r"|\b[0-9a-f]{7,40}\b"  # commit hashes
+    # JavaScript Date strings (filesystem's get_file_info: created / modified / accessed)
+    r"|\b\w{3} \w{3} \d{2} \d{4} \d{2}:\d{2}:\d{2} GMT[+-]\d{4}(?: \([^)]*\))?",
     re.I,
 )
 
@@ -69,9 +72,15 @@ async def witness_state_edges(
 
 
 async def witness_all(
-    client: MegaMCPClient, traces: list[TraceRecord], **kw: Any
+    client: MegaMCPClient, traces: list[TraceRecord], *, concurrency: int = 3, **kw: Any
 ) -> set[tuple[str, int]]:
-    out: set[tuple[str, int]] = set()
-    for tr in traces:
-        out |= await witness_state_edges(client, tr, **kw)
-    return out
+    """Every trace's witnessed pairs; traces are replayed `concurrency` at a time (each on its
+    own group, so they share nothing; most of the time is spent waiting for server processes)."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(tr: TraceRecord) -> set[tuple[str, int]]:
+        async with gate:
+            return await witness_state_edges(client, tr, **kw)
+
+    found = await asyncio.gather(*(one(tr) for tr in traces))
+    return set().union(*found) if found else set()

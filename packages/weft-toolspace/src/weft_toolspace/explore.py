@@ -1,14 +1,25 @@
-"""A scripted exploring policy that drives real MCP servers so MegaMCP's ledger records real
-executions (the trace corpus M). It knows no tool's semantics beyond argument names: each step it
-prefers a tool that can consume a value of the previous output (so data flows between adjacent
-calls, as in an agent's trajectory), fills arguments from what earlier outputs showed or from a small
-vocabulary, and its mistakes (reading what does not exist, querying a missing table) are kept: they
-are the errors that retry edges are mined from. Label: `scripted-explorer`, not a model."""
+"""A programmatic exploring policy (rules, no model; label `programmatic-explorer`) that drives real
+MCP servers the way a goal-directed agent does, so MegaMCP's ledger records real executions (the
+trace corpus M).
+
+It reads every result: rules over the output's structure turn it into facts (a listing's files and
+folders, a knowledge graph's entities and observations, a catalogue's tables, a query's rows and
+columns, a log's commit hashes, a branch list, a clock's time zones). It reads every tool's input
+schema: each required argument gets a role from its name and the tool's verb (`path` of a
+`write_*` tool names something new, of a `read_*` tool an existing file; `query` of a SQL tool is
+composed from known tables and values). Each step it then prefers a tool that *uses what the last
+call showed or made* (a file it listed, an entity it created, a row it queried, a hash it logged),
+on any server of the episode; after an error it turns to a different tool of that server that can
+discover what was missing (the recovery that retry edges are mined from); with nothing to follow
+it creates or discovers something. It sometimes guesses a name it has not seen (a file, a table, a
+branch), as agents do, and keeps the error. Only required arguments are given, so each tool is one
+argument configuration, as a deliberate agent's calls are."""
 
 from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,59 +31,149 @@ if TYPE_CHECKING:
     from weft_megamcp import MegaMCPClient
     from weft_megamcp.registry import MCPRecord
 
-WORDS = (
-    "alpha",
-    "budget",
-    "harbor",
-    "lantern",
-    "meadow",
-    "orbit",
-    "pepper",
-    "quartz",
-    "river",
-    "saffron",
-    "timber",
-    "velvet",
-    "willow",
-    "zephyr",
-    "copper",
-    "falcon",
-)
+LABEL = "programmatic-explorer"
+WORDS = ("alpha", "budget", "harbor", "lantern", "meadow", "orbit", "pepper", "quartz", "river")
 PEOPLE = ("Ada Lovelace", "Grace Hopper", "Alan Turing", "Katherine Johnson", "Linus Pauling")
 ZONES = ("Europe/Paris", "America/New_York", "Asia/Tokyo", "UTC", "Australia/Sydney")
+TOPICS = ("engines", "compilers", "ciphers", "orbits", "chemistry", "budgets")
 
-# Which pool of earlier values an argument draws from, by argument name.
-_POOL_OF_ARG = {
-    "path": "files",
-    "source": "files",
-    "paths": "files",
-    "entityName": "names",
-    "entityNames": "names",
-    "names": "names",
-    "from": "names",
-    "to": "names",
-    "table_name": "tables",
-    "branch_name": "branches",
-    "target": "branches",
-    "source_timezone": "zones",
-    "target_timezone": "zones",
-    "timezone": "zones",
-    "time": "times",
-}
-_NEW_NAME_TOOLS = {"write_file", "create_directory", "create_table", "git_create_branch"}
+# Fact kinds a result can show and an argument can take.
+PATH, DIR, ENTITY, OBS, TABLE, ROW = "path", "dir", "entity", "observation", "table", "row"
+LINE, REV, BRANCH, ZONE, CLOCK = "line", "revision", "branch", "zone", "clock"
+TEXTUAL = (ENTITY, OBS, ROW, LINE)  # what a note, an insight or a row can be written from
+_UNDO = ("delete", "reset", "move")
+_READ_VERBS = ("list", "read", "get", "search", "open", "describe", "show", "status", "log")
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: str
+    value: Any
+    scope: str = ""  # the table of a row, the folder of a path
+    made: bool = False  # from the call's own arguments (what it made), not from its result
+
+
+USES = 2
+
+
+def _fkey(f: Fact) -> str:
+    return f"{f.kind}:{f.value!r}"
 
 
 @dataclass
-class _Pools:
-    values: dict[str, list[str]] = field(default_factory=dict)
-    last: dict[str, set[str]] = field(default_factory=dict)
+class Memory:
+    facts: list[Fact] = field(default_factory=list)
+    fresh: list[Fact] = field(default_factory=list)  # what the last call showed or made
+    # How often each fact was put into a call: a value used twice is done with (the agent moves
+    # on instead of converting the same time zone back and forth).
+    used: Counter[str] = field(default_factory=Counter)
 
-    def add(self, pool: str, value: str, *, fresh: bool) -> None:
-        vals = self.values.setdefault(pool, [])
-        if value not in vals:
-            vals.append(value)
-        if fresh:
-            self.last.setdefault(pool, set()).add(value)
+    def open_(self) -> list[Fact]:
+        return [f for f in self.fresh if self.used[_fkey(f)] < USES]
+
+    def add(self, fact: Fact) -> None:
+        if fact not in self.facts:
+            self.facts.append(fact)
+        if fact not in self.fresh:
+            self.fresh.append(fact)
+
+    def of(self, kind: str, *, fresh: bool = False) -> list[Fact]:
+        return [f for f in (self.fresh if fresh else self.facts) if f.kind == kind]
+
+
+def _verb(tool: str) -> str:
+    return tool.removeprefix("git_").split("_")[0]
+
+
+def reads_only(tool: str) -> bool:
+    return _verb(tool) in _READ_VERBS or tool in ("git_branch", "directory_tree")
+
+
+def role(tool: str, arg: str) -> str | None:
+    """What a required argument takes, from its name and the tool's verb (None: a plain value)."""
+    verb = _verb(tool)
+    if arg == "path":
+        if verb in ("write", "create"):
+            return "new-dir" if "directory" in tool else "new-file"
+        return DIR if verb in ("list", "search") or tool == "directory_tree" else PATH
+    return {
+        "paths": PATH,
+        "source": PATH,
+        "destination": "new-file",
+        "content": "text",
+        "edits": "edits",
+        "pattern": "pattern",
+        "entities": "new-entities",
+        "names": ENTITY,
+        "entityNames": ENTITY,
+        "observations": "observations",
+        "deletions": "deletions",
+        "relations": "relations",
+        "query": (
+            {"read": "sql-read", "write": "sql-write", "create": "sql-create"}.get(verb, "sql")
+            if tool.endswith(("_query", "_table"))
+            else "search"
+        ),
+        "table_name": TABLE,
+        "insight": "text",
+        "repo_path": "repo",
+        "files": "git-files",
+        "message": "text",
+        "revision": REV,
+        "target": BRANCH,
+        "branch_name": "new-branch" if verb == "create" else BRANCH,
+        "branch_type": "branch-type",
+        "timezone": ZONE,
+        "source_timezone": ZONE,
+        "target_timezone": "other-zone",
+        "time": CLOCK,
+    }.get(arg)
+
+
+# Which fact kinds a role consumes (a tool "follows" the last call if it consumes a fresh fact).
+_CONSUMES = {
+    PATH: (PATH,),
+    DIR: (DIR,),
+    ENTITY: (ENTITY,),
+    TABLE: (TABLE,),
+    REV: (REV,),
+    BRANCH: (BRANCH,),
+    ZONE: (ZONE,),
+    CLOCK: (CLOCK,),
+    "observations": (ENTITY, OBS, ROW, LINE),
+    "sql-read": (TABLE, ROW),
+    "sql-write": (TABLE, *TEXTUAL),
+    "new-entities": (ROW, LINE),
+    "relations": (ENTITY,),
+    "deletions": (OBS,),
+    "edits": (LINE,),
+    "text": TEXTUAL,
+    "search": (ENTITY, ROW),
+    "git-files": (PATH,),
+}
+
+
+def considered(description: str) -> bool:
+    """Tools an agent reading the descriptions would pick for text work: not the deprecated ones,
+    not readers of images and audio."""
+    d = description.lower()
+    return "deprecated" not in d and not ("image" in d and "audio" in d)
+
+
+# Roles that name an existing object, and the fact kind that must be known for them.
+_NEEDS = {
+    PATH: PATH,
+    ENTITY: ENTITY,
+    TABLE: TABLE,
+    REV: REV,
+    BRANCH: BRANCH,
+    "sql-read": TABLE,
+    "sql-write": TABLE,
+    "deletions": OBS,
+    "edits": LINE,
+    "relations": ENTITY,
+    "observations": ENTITY,
+}
 
 
 def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
@@ -85,165 +186,301 @@ def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, value)]
 
 
-def _observe(pools: _Pools, tool: str, args: dict[str, Any], result: Any, ok: bool) -> None:
-    """Sort what the output showed into pools (the policy 'reading' the observation)."""
-    pools.last = {}
+_HEX = re.compile(r"\b(?:[Cc]ommit:? )([0-9a-f]{7,40})\b")
+_LISTED = re.compile(r"^\[(FILE|DIR)\] (\S+)$", re.M)
+_FROM = re.compile(r"\bFROM (\w+)", re.I)
+
+
+def observe(memory: Memory, tool: str, args: dict[str, Any], result: Any, ok: bool) -> None:
+    """Read what a call showed (its result) and made (its arguments) into facts."""
+    memory.fresh = []
     if not ok:
         return
     text = result if isinstance(result, str) else ""
-    for m in re.finditer(r"\[FILE\] (\S+)", text):
-        pools.add("files", m.group(1), fresh=True)
-    for m in re.finditer(r"^[* ] (\S+)$", text, re.M):
-        pools.add("branches", m.group(1), fresh=True)
-    for path, leaf in _leaves(result):
-        key = path.rsplit(".", 1)[-1]
-        if not isinstance(leaf, str):
+    folder = str(args.get("path", "."))
+    for kind, name in _LISTED.findall(text):
+        full = name if folder in (".", "") else f"{folder.rstrip('/')}/{name}"
+        memory.add(Fact(PATH if kind == "FILE" else DIR, full))
+    for h in _HEX.findall(text):
+        memory.add(Fact(REV, h))
+    if tool == "git_branch":
+        for line in text.splitlines():
+            if line.strip():
+                memory.add(Fact(BRANCH, line.strip(" *")))
+    if tool.startswith("read_") and "file" in tool and text:
+        memory.add(Fact(PATH, folder))
+        for line in text.splitlines():
+            if len(line.strip()) > 3:
+                memory.add(Fact(LINE, line.strip()))
+    for p, leaf in _leaves(result):
+        key = p.rsplit(".", 1)[-1]
+        if not isinstance(leaf, str) or not leaf:
             continue
-        if (key in ("name", "from", "to") and "entities" in path) or (
-            key == "name" and "." in path
-        ):
-            pools.add("names" if " " in leaf or "entities" in path else "tables", leaf, fresh=True)
-        elif key in ("timezone",):
-            pools.add("zones", leaf, fresh=True)
+        if (p.startswith("entities.") and key == "name") or key in ("from", "to"):
+            memory.add(Fact(ENTITY, leaf))
+        elif p.startswith("entities.") and ".observations." in p:
+            memory.add(Fact(OBS, leaf, scope=p.split(".")[1]))
+        elif key == "timezone":
+            memory.add(Fact(ZONE, leaf))
         elif key == "datetime" and "T" in leaf:
-            pools.add("times", leaf[11:16], fresh=True)
-    if tool == "write_file" and "path" in args:
-        pools.add("files", str(args["path"]), fresh=False)
-    if tool == "create_table":
-        created = re.search(r"CREATE TABLE (\w+)", str(args.get("query", "")))
-        if created:
-            pools.add("tables", created.group(1), fresh=False)
-    if tool == "create_entities":
-        for e in args.get("entities", []):
-            pools.add("names", str(e.get("name")), fresh=False)
-    if tool == "git_create_branch":
-        pools.add("branches", str(args.get("branch_name")), fresh=False)
+            memory.add(Fact(CLOCK, leaf[11:16]))
+    if isinstance(result, list) and all(isinstance(r, dict) for r in result):
+        if tool == "list_tables":
+            for r in result:
+                memory.add(Fact(TABLE, str(r.get("name"))))
+        elif tool == "read_query":
+            m = _FROM.search(str(args.get("query", "")))
+            for r in result:
+                if isinstance(r.get("name"), str):
+                    memory.add(Fact(ROW, r, scope=m.group(1) if m else ""))
+    # What the call made is at hand for the next call too (a created table, file, entity, branch).
+    if tool == "write_file" and isinstance(args.get("path"), str):
+        memory.add(Fact(PATH, args["path"], made=True))
+    if tool == "create_directory" and isinstance(args.get("path"), str):
+        memory.add(Fact(DIR, args["path"], made=True))
+    made = re.search(r"(?:CREATE TABLE|INSERT INTO|UPDATE) (\w+)", str(args.get("query", "")))
+    if made:
+        memory.add(Fact(TABLE, made.group(1), made=True))
+    for e in args.get("entities") or []:
+        if isinstance(e, dict) and isinstance(e.get("name"), str):
+            memory.add(Fact(ENTITY, e["name"], made=True))
+    if tool == "git_create_branch" and isinstance(args.get("branch_name"), str):
+        memory.add(Fact(BRANCH, args["branch_name"], made=True))
 
 
 class ExplorerPolicy:
-    """Chooses the next (mcp, tool, arguments) from the tools' input schemas and earlier outputs."""
+    """Chooses the next (mcp, tool, arguments) from the tools' input schemas and what earlier
+    results showed."""
 
-    def __init__(self, tools: dict[str, list[tuple[str, dict[str, Any]]]], seed: int) -> None:
+    def __init__(
+        self,
+        tools: dict[str, list[tuple[str, dict[str, Any]]]],
+        seed: int,
+        guess: float = 0.08,
+        habits: Counter[str] | None = None,
+    ) -> None:
         self.tools = tools  # mcp id -> [(tool name, input schema)]
+        # Tools that worked before are preferred among equals (an agent's habits, kept across
+        # episodes when the caller shares the counter).
+        self.habits: Counter[str] = habits if habits is not None else Counter()
         self.rng = random.Random(seed)
-        self.pools = _Pools()
+        self.memory = Memory()
+        self.guess = guess
+        self.last: tuple[str, str, bool] | None = None  # (mcp, tool, ok)
+        self.recent: list[str] = []
+        self.servers: list[str] = []
+        self.previous: tuple[str, str, dict[str, Any]] | None = None
 
-    def _pick(self, pool: str, *, prefer_last: bool = True) -> str | None:
-        last = sorted(self.pools.last.get(pool, ()))
-        if last and prefer_last and self.rng.random() < 0.85:
-            return self.rng.choice(last)
-        vals = self.pools.values.get(pool, [])
-        return self.rng.choice(vals) if vals and self.rng.random() < 0.8 else None
+    def _roles(self, tool: str, schema: dict[str, Any]) -> list[str]:
+        return [r for a in schema.get("required", []) if (r := role(tool, a)) is not None]
 
-    def _consumes_last(self, schema: dict[str, Any]) -> bool:
-        props = schema.get("properties", {})
-        return any(_POOL_OF_ARG.get(a) in self.pools.last for a in props)
+    def follows(self, tool: str, schema: dict[str, Any]) -> bool:
+        """Whether the tool can use a fact the last call showed or made."""
+        fresh = {f.kind for f in self.memory.open_()}
+        return any(k in fresh for r in self._roles(tool, schema) for k in _CONSUMES.get(r, ()))
+
+    def fillable(self, tool: str, schema: dict[str, Any]) -> bool:
+        """Every reference argument has a known fact (a guess is made elsewhere, on purpose)."""
+        return all(self.memory.of(_NEEDS[r]) for r in self._refs(tool, schema))
+
+    def _weight(self, mcp: str, tool: str, schema: dict[str, Any]) -> float:
+        """How much a goal-directed agent wants this call now: using what the last call showed
+        beats using what it made; carrying a value to another server is what cross-environment
+        work is; destroying or undoing is rarely the point."""
+        fresh_shown = {f.kind for f in self.memory.open_() if not f.made}
+        uses = {k for r in self._roles(tool, schema) for k in _CONSUMES.get(r, ())}
+        w = 3.0 if uses & fresh_shown else 1.0
+        if self.last is not None and mcp != self.last[0]:
+            w *= 1.5
+        if _verb(tool) in _UNDO:
+            w *= 0.15
+        return w * (1.0 + min(self.habits[tool], 30) / 3)
 
     def next_call(self) -> tuple[str, str, dict[str, Any]]:
+        """The next call; never the very call just made (an agent does not ask twice)."""
+        call = self._next_call()
+        for _ in range(8):
+            if call != self.previous:
+                break
+            self.recent.pop()
+            self.servers.pop()
+            call = self._next_call()
+        self.previous = call
+        return call
+
+    def _next_call(self) -> tuple[str, str, dict[str, Any]]:
+        r = self.rng
         flat = [(m, t, s) for m, ts in self.tools.items() for t, s in ts]
-        feeding = [c for c in flat if self._consumes_last(c[2])]
-        mcp, tool, schema = (
-            self.rng.choice(feeding)
-            if feeding and self.rng.random() < 0.7
-            else self.rng.choice(flat)
+        usable = [c for c in flat if self.fillable(c[1], c[2]) and self.recent[-2:] != [c[1]] * 2]
+        last3 = self.servers[-3:]
+        stuck = last3[0] if len(last3) == 3 and len(set(last3)) == 1 else None
+        if stuck is not None and any(c[0] != stuck for c in usable):
+            # Three calls on one server in a row: carry the work elsewhere (no endless loops).
+            usable = [c for c in usable if c[0] != stuck]
+        if self.last is not None and not self.last[2] and self.last[0] != stuck:
+            # Recovery: another tool of the failing server that needs nothing it lacks.
+            mcp, failed, _ = self.last
+            options = [c for c in usable if c[0] == mcp and c[1] != failed and reads_only(c[1])]
+            if options and r.random() < 0.85:
+                return self._make(r.choices(options, [self._weight(*c) for c in options])[0])
+        following = [c for c in usable if self.follows(c[1], c[2])]
+        if following and r.random() < 0.9:
+            return self._make(r.choices(following, [self._weight(*c) for c in following])[0])
+        guessing = [c for c in flat if c not in usable]
+        if guessing and r.random() < self.guess:
+            return self._make(r.choice(guessing))
+        # Nothing to follow: open new work on some server (servers first, so a server with many
+        # tools does not crowd out the others): make something, or look at what is there.
+        mcp = r.choice(sorted({c[0] for c in usable} or {c[0] for c in flat}))
+        opening = [c for c in usable or flat if c[0] == mcp and not self._refs(c[1], c[2])]
+        pool = opening or [c for c in usable or flat if c[0] == mcp]
+        weights = [
+            (2.0 if _verb(c[1]) in ("write", "create") else 1.0) * self._weight(*c) for c in pool
+        ]
+        return self._make(r.choices(pool, weights)[0])
+
+    def _refs(self, tool: str, schema: dict[str, Any]) -> list[str]:
+        """Roles that must name something that exists (a tool without any opens new work)."""
+        return [x for x in self._roles(tool, schema) if x in _NEEDS]
+
+    def _make(self, choice: tuple[str, str, dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
+        mcp, tool, schema = choice
+        args: dict[str, Any] = {}
+        for name in schema.get("required", []):
+            args[name] = self._value(tool, name, schema.get("properties", {}).get(name, {}))
+        self.recent.append(tool)
+        self.servers.append(mcp)
+        return mcp, tool, args
+
+    def _fact(self, *kinds: str) -> Fact | None:
+        """A fact of one of `kinds`, preferably one the last call showed (that is the data flow)."""
+        fresh = [f for f in self.memory.open_() if f.kind in kinds]
+        known = [f for f in self.memory.facts if f.kind in kinds]
+        pick = (
+            self.rng.choice(fresh)
+            if fresh and self.rng.random() < 0.9
+            else (self.rng.choice(known) if known else None)
         )
-        return mcp, tool, self.arguments(tool, schema)
+        if pick is not None:
+            self.memory.used[_fkey(pick)] += 1
+        return pick
 
-    def arguments(self, tool: str, schema: dict[str, Any]) -> dict[str, Any]:
-        props: dict[str, Any] = schema.get("properties", {})
-        required = set(schema.get("required", []))
-        out: dict[str, Any] = {}
-        for name, prop in props.items():
-            if name not in required and self.rng.random() < 0.7:
-                continue
-            value = self._value(tool, name, prop)
-            if value is not None:
-                out[name] = value
-        return out
+    def _ref(self, kind: str, invent: Callable[[], str]) -> str:
+        fact = self._fact(kind)
+        if fact is None or self.rng.random() < self.guess:
+            return invent()
+        return str(fact.value if kind != ROW else fact.value.get("name"))
 
-    def _word(self) -> str:
-        return self.rng.choice(WORDS)
+    def _snippet(self) -> tuple[str, str]:
+        """(subject, detail) taken from what is known: a row, an entity's observation, a line."""
+        fact = self._fact(*TEXTUAL)
+        if fact is None:
+            return self.rng.choice(PEOPLE), self.rng.choice(TOPICS)
+        if fact.kind == ROW:
+            row = fact.value
+            return str(row.get("name")), str(row.get("note") or self.rng.choice(TOPICS))
+        if fact.kind == OBS:
+            owner = [f for f in self.memory.of(ENTITY)]
+            return (str(owner[0].value) if owner else self.rng.choice(PEOPLE)), str(fact.value)
+        subject, sep, detail = str(fact.value).partition(": ")  # a note line "subject: detail"
+        return subject, detail if sep else self.rng.choice(TOPICS)
 
     def _value(self, tool: str, arg: str, prop: dict[str, Any]) -> Any:
         r = self.rng
-        pool = _POOL_OF_ARG.get(arg)
-        if arg == "repo_path":
+        kind = role(tool, arg)
+        word = r.choice(WORDS)
+        if kind == "repo":
             return "."
-        if arg == "query":
+        if kind == "new-file":
+            return f"{word}.md"
+        if kind == "new-dir":
+            return word
+        if kind == PATH:
+            value = self._ref(PATH, lambda: f"{word}.md")
+            return [value] if arg == "paths" else value
+        if kind == DIR:
+            return self._ref(DIR, lambda: ".") if r.random() < 0.3 else "."
+        if kind == "git-files":
+            return [self._ref(PATH, lambda: "README.md")]
+        if kind == "text":
+            subject, detail = self._snippet()
+            return f"{subject}: {detail}" if arg != "message" else f"note {subject}"
+        if kind == "edits":
+            line = self._ref(LINE, lambda: "Notes")
+            return [{"oldText": line, "newText": f"{line} (checked)"}]
+        if kind == "pattern":
+            return word
+        if kind == "new-entities":
+            subject, detail = self._snippet()
+            kind_of = r.choice(("person", "project"))
+            return [{"name": subject, "entityType": kind_of, "observations": [detail]}]
+        if kind == ENTITY:
+            return [self._ref(ENTITY, lambda: r.choice(PEOPLE))]
+        if kind == "observations":
+            name = self._ref(ENTITY, lambda: r.choice(PEOPLE))
+            _, detail = self._snippet()
+            return [{"entityName": name, "contents": [f"works on {detail}"]}]
+        if kind == "deletions":
+            obs = self._fact(OBS)
+            ents = self.memory.of(ENTITY)
+            owner = str(ents[-1].value) if ents else r.choice(PEOPLE)
+            return [{"entityName": owner, "observations": [str(obs.value) if obs else word]}]
+        if kind == "relations":
+            a = self._ref(ENTITY, lambda: r.choice(PEOPLE))
+            others = [str(f.value) for f in self.memory.of(ENTITY) if f.value != a]
+            return [{"from": a, "to": r.choice(others or list(PEOPLE)), "relationType": "knows"}]
+        if kind == "search":
+            subject, _ = self._snippet()
+            return subject.split()[0]
+        if kind is not None and kind.startswith("sql"):
             return self._sql(tool)
-        if tool in _NEW_NAME_TOOLS and arg in ("path", "branch_name"):
-            return f"{self._word()}.txt" if arg == "path" and tool == "write_file" else self._word()
-        if arg == "destination":
-            return f"{self._word()}-moved.txt"
-        if arg == "entities":
-            name = self._pick("names") or r.choice(PEOPLE)
-            kind = r.choice(("person", "project", "city"))
-            return [
-                {"name": name, "entityType": kind, "observations": [f"works on {self._word()}"]}
-            ]
-        if arg == "relations":
-            a, b = self._pick("names") or r.choice(PEOPLE), r.choice(PEOPLE)
-            return [{"from": a, "to": b, "relationType": "knows"}]
-        if arg == "observations":
-            name = self._pick("names") or r.choice(PEOPLE)
-            return [{"entityName": name, "contents": [f"likes {self._word()}"]}]
-        if arg == "deletions":
-            return [{"entityName": self._pick("names") or r.choice(PEOPLE), "observations": []}]
-        if arg == "content":
-            # A value just read is written down as it is (the way an agent copies a result).
-            fresh = sorted(self.pools.last.get("names", ()))
-            if fresh and r.random() < 0.7:
-                return r.choice(fresh)
-            ref = self._pick("names") or self._pick("tables") or self._word()
-            return f"Notes about {ref}: {self._word()} and {self._word()}."
-        if arg == "edits":
-            return [{"oldText": "Notes", "newText": "Summary"}]
-        if arg == "files":
-            return [self._pick("files") or "."]
-        if arg in ("message", "pattern", "insight"):
-            return self._word()
-        if pool is not None:
-            picked = self._pick(pool)
-            if picked is not None:
-                return [picked] if prop.get("type") == "array" else picked
-            fallback = {
-                "files": f"{self._word()}.txt",
-                "names": r.choice(PEOPLE),
-                "tables": self._word(),
-                "branches": self._word(),
-                "zones": r.choice(ZONES),
-                "times": f"{r.randint(0, 23):02d}:{r.choice((0, 15, 30, 45)):02d}",
-            }[pool]
-            return [fallback] if prop.get("type") == "array" else fallback
+        if kind in (TABLE, REV, BRANCH):
+            return self._ref(kind, lambda: word)
+        if kind == "new-branch":
+            return f"topic-{word}"
+        if kind == "branch-type":
+            return "local"
+        if kind == ZONE:
+            return self._ref(ZONE, lambda: r.choice(ZONES))
+        if kind == "other-zone":
+            return r.choice(ZONES)
+        if kind == CLOCK:
+            return self._ref(CLOCK, lambda: f"{r.randint(8, 18):02d}:{r.choice((0, 30)):02d}")
         return self._by_type(prop)
 
     def _sql(self, tool: str) -> str:
-        table = self._pick("tables") or self._word()
+        r = self.rng
         if tool == "create_table":
-            return f"CREATE TABLE {self._word()} (id INTEGER PRIMARY KEY, name TEXT, note TEXT)"
+            return f"CREATE TABLE {r.choice(WORDS)} (id INTEGER PRIMARY KEY, name TEXT, note TEXT)"
+        table = self._ref(TABLE, lambda: r.choice(WORDS))
         if tool == "write_query":
-            name = self._pick("names") or self.rng.choice(PEOPLE)
-            return f"INSERT INTO {table} (name, note) VALUES ('{name}', '{self._word()}')"
+            subject, detail = self._snippet()
+            if r.random() < 0.2:
+                return f"UPDATE {table} SET note = '{detail}' WHERE name = '{subject}'"
+            return f"INSERT INTO {table} (name, note) VALUES ('{subject}', '{detail}')"
+        row = self._fact(ROW)
+        if row is not None and r.random() < 0.4:
+            return f"SELECT * FROM {table} WHERE name = '{row.value.get('name')}'"
         return f"SELECT * FROM {table}"
 
     def _by_type(self, prop: dict[str, Any]) -> Any:
         kind = prop.get("type")
         if "enum" in prop:
-            return self.rng.choice(prop["enum"])
+            return prop["enum"][0]
         if kind == "integer":
-            return self.rng.randint(1, 5)
-        if kind == "number":
-            return round(self.rng.uniform(1, 5), 2)
+            return 5
         if kind == "boolean":
-            return self.rng.random() < 0.5
+            return False
         if kind == "array":
             return []
         if kind == "object":
             return {}
-        return self._word()
+        return self.rng.choice(WORDS)
 
-    def observe(self, tool: str, args: dict[str, Any], result: Any, ok: bool) -> None:
-        _observe(self.pools, tool, args, result, ok)
+    def observe(self, mcp: str, tool: str, args: dict[str, Any], result: Any, ok: bool) -> None:
+        observe(self.memory, tool, args, result, ok)
+        self.last = (mcp, tool, ok)
+        self.habits[tool] += int(ok)
 
 
 async def explore(
@@ -259,11 +496,17 @@ async def explore(
     """Run `episodes` fresh groups over random subsets of the servers; returns their ledgers as
     traces (each group is closed in a `finally`)."""
     rng = random.Random(seed)
+    habits: Counter[str] = Counter()
     traces: list[TraceRecord] = []
     for ep in range(episodes):
         chosen = rng.sample(records, min(servers_per_episode, len(records)))
-        tools = {r.mcp_id: [(t.name, dict(t.input_schema)) for t in r.tools] for r in chosen}
-        policy = ExplorerPolicy(tools, seed=seed * 1000 + ep)
+        tools = {
+            r.mcp_id: [
+                (t.name, dict(t.input_schema)) for t in r.tools if considered(t.description or "")
+            ]
+            for r in chosen
+        }
+        policy = ExplorerPolicy(tools, seed=seed * 1000 + ep, habits=habits)
         group = await client.create_group([r.mcp_id for r in chosen])
         try:
             for _ in range(steps):
@@ -275,7 +518,7 @@ async def explore(
                     else parse_value(res.structured if res.structured is not None else res.text)
                 )
                 policy.observe(
-                    tool, args, result if result is not None else res.text, not res.is_error
+                    mcp, tool, args, result if result is not None else res.text, not res.is_error
                 )
             ledger = await client.ledger(group)
         finally:

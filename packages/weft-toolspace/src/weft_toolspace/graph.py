@@ -2,8 +2,10 @@
 
 - nodes: (server, tool, normalised argument configuration = the set of argument names given);
 - data edge: a non-trivial argument value of call t+1 equals an output leaf of call t with the
-  same JSON type (or, for identifier-shaped strings, occurs in a text leaf), is not in the user's
-  text (traceability) and is not a volatile value (UUID, clock timestamp);
+  same JSON type (or, for identifier-shaped strings, occurs in a text leaf), or an identifier-shaped
+  output leaf occurs as a whole token in a string argument (a table name in a SQL query, an entity
+  name in a note); it is not in the user's text (traceability), not a volatile value (UUID, clock
+  timestamp) and not a constant of the later tool (a token in most of its calls, e.g. SQL words);
 - state edge: call t mutated state and call t+1 behaves differently when t is skipped; the
   counterfactual replay that witnesses it is `weft_toolspace.counterfactual`;
 - retry edge: call t failed with a policy error, t+1 is another tool and succeeded;
@@ -20,12 +22,24 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from weft_toolspace.models import DataLink, EdgeKind, EdgeRecord, NodeRecord, TraceCall, TraceRecord
+from weft_toolspace.models import (
+    Binding,
+    DataLink,
+    EdgeExample,
+    EdgeKind,
+    EdgeRecord,
+    NodeRecord,
+    TraceCall,
+    TraceRecord,
+)
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _CLOCK = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _IDENT = re.compile(r"^[\w.@/:-]+(?: [\w.@/:-]+){0,3}$")
 _INFRA = {"server_crash", "timeout", "infrastructure"}
+_WORD = re.compile(r"[A-Za-z_][\w]*")
+# A token is a constant of a tool when it is in at least this share of its calls' arguments.
+CONSTANT_SHARE = 0.6
 
 
 def node_key(call: TraceCall) -> str:
@@ -65,9 +79,26 @@ def trivial(v: Any) -> bool:
     return True
 
 
-def data_links(prev: TraceCall, nxt: TraceCall, prompt: str = "") -> list[DataLink]:
-    """Argument leaves of `nxt` traceable to a leaf of `prev`'s output (exact leaves first;
-    substrings only for identifier-shaped strings, which over-count in listings otherwise)."""
+def _token_re(value: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.-]){re.escape(value)}(?![\w-])")
+
+
+def _tokenable(v: Any, constants: frozenset[str]) -> bool:
+    """An output leaf that may be carried inside a longer argument string: identifier-shaped,
+    not trivial, not only digits, and not made of the later tool's constants."""
+    if not isinstance(v, str) or trivial(v) or len(v.strip()) < 4 or v.strip().isdigit():
+        return False
+    words = _WORD.findall(v)
+    return bool(_IDENT.match(v.strip())) and bool(words) and not set(words) <= constants
+
+
+def data_links(
+    prev: TraceCall, nxt: TraceCall, prompt: str = "", constants: frozenset[str] = frozenset()
+) -> list[DataLink]:
+    """Argument leaves of `nxt` traceable to a leaf of `prev`'s output: exact leaves first;
+    substrings only for identifier-shaped strings, which over-count in listings otherwise (output
+    path marked `~`); then identifier-shaped output leaves that occur as a token of a string
+    argument (marked `^`; `constants` are the later tool's own constant tokens)."""
     if not prev.ok or prev.result is None:
         return []
     out_leaves = [(p, v) for p, v in leaves(prev.result) if not trivial(v)]
@@ -78,14 +109,69 @@ def data_links(prev: TraceCall, nxt: TraceCall, prompt: str = "") -> list[DataLi
         t = _json_type(value)
         exact = [p for p, v in out_leaves if v == value and _json_type(v) == t]
         if exact:
-            found.append(DataLink(argument=apath, output=exact[0] or "$", json_type=t))
+            found.append(DataLink(argument=apath, output=exact[0] or "$", json_type=t, value=value))
             continue
-        if isinstance(value, str) and _IDENT.match(value.strip()):
-            pat = re.compile(rf"(?<![\w.-]){re.escape(value.strip())}(?![\w-])")
+        if not isinstance(value, str):
+            continue
+        if _IDENT.match(value.strip()):
+            pat = _token_re(value.strip())
             sub = [p for p, v in out_leaves if isinstance(v, str) and pat.search(v)]
             if sub:
-                found.append(DataLink(argument=apath, output=(sub[0] or "$") + "~", json_type=t))
+                found.append(
+                    DataLink(argument=apath, output=(sub[0] or "$") + "~", json_type=t, value=value)
+                )
+                continue
+        carried: dict[str, str] = {}
+        for p, v in out_leaves:
+            fits = v not in carried.values() and v not in prompt and _tokenable(v, constants)
+            if fits and _token_re(v.strip()).search(value):
+                carried[p] = v
+        for p, v in list(carried.items())[:3]:
+            found.append(DataLink(argument=apath, output=(p or "$") + "^", json_type=t, value=v))
     return found
+
+
+def node_constants(calls: Iterable[TraceCall]) -> frozenset[str]:
+    """Word tokens in at least CONSTANT_SHARE of a tool's calls (its own vocabulary: SQL words,
+    column names, fixed argument values); never evidence that a value was carried."""
+    seen: Counter[str] = Counter()
+    n = 0
+    for c in calls:
+        n += 1
+        words = {w for _, v in leaves(c.arguments) if isinstance(v, str) for w in _WORD.findall(v)}
+        seen.update(words)
+    if n < 3:
+        return frozenset()
+    return frozenset(w for w, k in seen.items() if k / n >= CONSTANT_SHARE)
+
+
+def state_bindings(
+    prev: TraceCall, nxt: TraceCall, constants: frozenset[str], prev_constants: frozenset[str]
+) -> list[Binding]:
+    """Values of `nxt`'s arguments that name what `prev` changed ("the same object"): an argument
+    leaf of `prev` equal to one of `nxt`, or a non-constant word of one found in the other."""
+    out: list[Binding] = []
+    src = [(p, v) for p, v in leaves(prev.arguments) if isinstance(v, str) and not trivial(v)]
+    for apath, value in leaves(nxt.arguments):
+        if not isinstance(value, str) or trivial(value):
+            continue
+        same = [p for p, v in src if v == value]
+        if same:
+            out.append(Binding(argument=apath, source=f"args:{same[0]}", value=value, whole=True))
+            continue
+        for p, v in src:
+            words = [
+                w
+                for w in _WORD.findall(v)
+                if len(w) >= 4 and w not in constants and w not in prev_constants
+            ]
+            hit = next((w for w in words if _token_re(w).search(value)), None)
+            if hit is not None:
+                out.append(
+                    Binding(argument=apath, source=f"args:{p}", value=hit, whole=False, context=v)
+                )
+                break
+    return out
 
 
 def is_retry(prev: TraceCall, nxt: TraceCall) -> bool:
@@ -131,6 +217,13 @@ class ToolGraph(BaseModel):
         return {k.value: counts.get(k.value, 0) / total for k in EdgeKind}
 
 
+def _add_example(
+    store: list[EdgeExample], args: dict[str, Any], bindings: list[Binding], cap: int
+) -> None:
+    if len(store) < cap and all(e.arguments != args for e in store):
+        store.append(EdgeExample(arguments=args, bindings=bindings))
+
+
 def build_graph(
     traces: Iterable[TraceRecord],
     *,
@@ -142,13 +235,20 @@ def build_graph(
     """Mine G_TS. `state_pairs` holds (trace id, t) of pairs whose state edge the counterfactual
     replay witnessed; without it no state edge is claimed (nothing is guessed)."""
     state_pairs = state_pairs or set()
+    traces = list(traces)
+    by_node: dict[str, list[TraceCall]] = defaultdict(list)
+    for tr in traces:
+        for c in tr.calls:
+            by_node[node_key(c)].append(c)
+    consts = {k: node_constants(cs) for k, cs in by_node.items()}
     nodes: dict[str, NodeRecord] = {}
     counts: dict[tuple[str, str, EdgeKind], int] = defaultdict(int)
     routes: dict[tuple[str, str], Counter[tuple[str, str, str]]] = defaultdict(Counter)
+    examples: dict[tuple[str, str, EdgeKind], list[EdgeExample]] = defaultdict(list)
     pairs = 0
     for tr in traces:
         keys = [node_key(c) for c in tr.calls]
-        for key, call in zip(keys, tr.calls, strict=True):
+        for t, (key, call) in enumerate(zip(keys, tr.calls, strict=True)):
             n = nodes.get(key) or NodeRecord(
                 key=key,
                 mcp=call.mcp,
@@ -157,6 +257,7 @@ def build_graph(
                 count=0,
             )
             n.count += 1
+            n.starts += int(t == 0 and call.ok)
             n.mutations += int(bool(call.mutated))
             n.errors += int(not call.ok)
             if call.ok and call.arguments not in n.examples and len(n.examples) < max_examples:
@@ -164,18 +265,34 @@ def build_graph(
             nodes[key] = n
         for t in range(len(tr.calls) - 1):
             prev, nxt = tr.calls[t], tr.calls[t + 1]
+            src, dst = keys[t], keys[t + 1]
             pairs += 1
-            links = data_links(prev, nxt, tr.prompt) if nxt.ok else []
+            links = data_links(prev, nxt, tr.prompt, consts[dst]) if nxt.ok else []
             if links:
-                counts[(keys[t], keys[t + 1], EdgeKind.DATA)] += 1
+                counts[(src, dst, EdgeKind.DATA)] += 1
                 for link in links:
-                    routes[(keys[t], keys[t + 1])][
-                        (link.argument, link.output, link.json_type)
-                    ] += 1
+                    routes[(src, dst)][(link.argument, link.output, link.json_type)] += 1
+                bindings = [
+                    Binding(
+                        argument=lk.argument,
+                        source=lk.output,
+                        value=lk.value,
+                        whole=not lk.output.endswith("^"),
+                    )
+                    for lk in links
+                ]
+                _add_example(
+                    examples[(src, dst, EdgeKind.DATA)], nxt.arguments, bindings, max_examples
+                )
             if (tr.id, t) in state_pairs:
-                counts[(keys[t], keys[t + 1], EdgeKind.STATE)] += 1
+                counts[(src, dst, EdgeKind.STATE)] += 1
+                bindings = state_bindings(prev, nxt, consts[dst], consts[src])
+                _add_example(
+                    examples[(src, dst, EdgeKind.STATE)], nxt.arguments, bindings, max_examples
+                )
             if is_retry(prev, nxt):
-                counts[(keys[t], keys[t + 1], EdgeKind.RETRY)] += 1
+                counts[(src, dst, EdgeKind.RETRY)] += 1
+                _add_example(examples[(src, dst, EdgeKind.RETRY)], nxt.arguments, [], max_examples)
     edges: list[EdgeRecord] = []
     pruned: Counter[str] = Counter()
     for (src, dst, kind), n_ij in sorted(counts.items()):
@@ -192,6 +309,14 @@ def build_graph(
             else []
         )
         edges.append(
-            EdgeRecord(source=src, target=dst, kind=kind, count=n_ij, weight=w, links=links)
+            EdgeRecord(
+                source=src,
+                target=dst,
+                kind=kind,
+                count=n_ij,
+                weight=w,
+                links=links,
+                examples=examples[(src, dst, kind)],
+            )
         )
     return ToolGraph(nodes=nodes, edges=edges, pairs=pairs, pruned=dict(pruned))

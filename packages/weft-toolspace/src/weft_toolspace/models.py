@@ -53,6 +53,30 @@ class DataLink(_Model):
     argument: str = Field(description="Dotted path of the argument (e.g. 'names.0').")
     output: str = Field(description="Dotted path of the output leaf the value was taken from.")
     json_type: str
+    value: Any = Field(default=None, description="The value carried (one witnessed instance).")
+
+
+class Binding(_Model):
+    """Where a value of one recorded instance of an edge came from, so a walk can put the value
+    the actual call produced (data) or touched (state: the same object) in its place."""
+
+    argument: str = Field(description="Dotted path of the argument of v_j.")
+    source: str = Field(
+        description="Dotted path in o_i (data) or, prefixed 'args:', in x_i (state)."
+    )
+    value: Any = Field(description="The value in the recorded instance.")
+    whole: bool = Field(description="The argument is the value (else the value is a token in it).")
+    context: str | None = Field(
+        default=None,
+        description="State token bindings: the recorded x_i string the token was found in.",
+    )
+
+
+class EdgeExample(_Model):
+    """Arguments of v_j in one recorded transition v_i -> v_j, with what they took from v_i."""
+
+    arguments: dict[str, Any]
+    bindings: list[Binding] = Field(default_factory=list)
 
 
 class EdgeRecord(_Model):
@@ -62,6 +86,9 @@ class EdgeRecord(_Model):
     count: int = Field(description="N_ij: transitions v_i -> v_j witnessing this relation.")
     weight: float = Field(description="w(v_i, v_j) = N_ij / N_i.")
     links: list[DataLink] = Field(default_factory=list, description="Data edges: value routes.")
+    examples: list[EdgeExample] = Field(
+        default_factory=list, description="Recorded instances with their bindings, for walks."
+    )
 
 
 class NodeRecord(_Model):
@@ -72,6 +99,7 @@ class NodeRecord(_Model):
     count: int = Field(description="N_i: occurrences in the corpus.")
     mutations: int = Field(default=0, description="How many of those calls changed state.")
     errors: int = 0
+    starts: int = Field(default=0, description="Traces that begin with it (callable at s_0).")
     examples: list[dict[str, Any]] = Field(
         default_factory=list, description="Argument values of successful calls, for walks."
     )

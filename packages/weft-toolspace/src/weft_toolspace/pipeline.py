@@ -48,7 +48,7 @@ async def record(
     episodes: int,
     steps: int,
     seed: int,
-    servers_per_episode: int = 3,
+    servers_per_episode: int = 4,
 ) -> list[TraceRecord]:
     ids = await servers.register(client, names, home)
     records = [await client.mcp(i) for i in ids.values()]

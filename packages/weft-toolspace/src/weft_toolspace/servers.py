@@ -3,7 +3,8 @@ in MegaMCP's command tier (one private process per session, state in the session
 
     filesystem  @modelcontextprotocol/server-filesystem (npm)  root: the session workspace
     memory      @modelcontextprotocol/server-memory (npm)      MEMORY_FILE_PATH in the workspace
-    git         mcp-server-git (PyPI)                          a repository in the workspace
+    git         mcp-server-git (PyPI)                          a repository in the workspace (one
+                                                               commit of a README, fixed dates)
     sqlite      mcp-server-sqlite (PyPI)                       the session DB (WEFT_DB_PATH)
     time        mcp-server-time (PyPI)                         stateless
 
@@ -31,7 +32,16 @@ _GIT_ENV = {
     "GIT_AUTHOR_EMAIL": "weft@example.org",
     "GIT_COMMITTER_NAME": "weft",
     "GIT_COMMITTER_EMAIL": "weft@example.org",
+    # Fixed dates make commit hashes a function of content and parents: a chain that logs a hash
+    # and shows it replays from s_0 (as SOURCE_DATE_EPOCH does for reproducible builds).
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
 }
+# s_0 of the repository: one commit of a README, so log, show, branch and checkout have history.
+_GIT_INIT = (
+    "test -d .git || { git init -q . && printf '# notes\\n' > README.md"
+    " && git add README.md && git commit -qm 'initial commit'; }"
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,7 @@ SERVERS: dict[str, RealServer] = {
             "mcp-server-git",
             ("--repository", WS),
             env=_GIT_ENV,
-            init="test -d .git || git init -q .",
+            init=_GIT_INIT,
         ),
         RealServer(
             "sqlite",

@@ -17,4 +17,10 @@ class ToolSpaceSettings(BaseSettings):
     )
     min_count: int = Field(default=2, description="Prune edges seen fewer than N_ij times.")
     min_weight: float = Field(default=0.05, description="Prune edges with w(i,j) below this.")
+    resolution: float = Field(
+        default=2.0,
+        description="Louvain resolution of the environment clustering (higher: smaller "
+        "environments; at 1.0 servers that trade many values, e.g. filesystem and memory, "
+        "merge into one environment). The paper gives none.",
+    )
     seed: int = Field(default=0, description="Seed of clustering, exploration and walks.")

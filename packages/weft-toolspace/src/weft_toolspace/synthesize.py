@@ -323,6 +323,12 @@ def to_task_graph(chain: Chain, text: str, cand: Candidate) -> TaskGraph:
     )
 
 
+def task_goals(cand: Candidate) -> list[Goal]:
+    """The goals the task text states, one line each: a chain that rewrites a file yields the
+    same goal once per write (the checks stay, the text need not repeat itself)."""
+    return list({g.text: g for _, g in cand.final}.values())
+
+
 def _is_subsequence(small: list[str], big: list[str]) -> bool:
     it = iter(big)
     return all(x in it for x in small)
@@ -368,7 +374,7 @@ async def synthesize(
         if len(kept.final) < min_checks:
             stats.reject("no verifiable effect")
             continue
-        goals = [g for _, g in kept.final]
+        goals = task_goals(kept)
         tools = sorted({s.tool for s in chain.steps})
         try:
             text = (writer or fallback).write(goals, tools)

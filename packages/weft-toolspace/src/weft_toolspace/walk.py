@@ -1,14 +1,18 @@
 """State-aware random walks with rollback (§4.2.1, Algorithm 1 lines 3–7), executed for real on a
 MegaMCP group that hosts every server of the graph.
 
-From v_t only admissible neighbours are kept: a data edge's routed arguments must resolve in the
-actual output o_t (parameter provenance); the others come from recorded argument values (the task's
-inputs). Among them one is sampled proportionally to w(v_t, v). After execution, a failed call or a
-violated relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1}
-(if the failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the
-latest snapshot and the chain since is re-executed) and another neighbour is sampled. A walk ends
-when it has L calls over K environments; it is discarded after too many rollbacks, at a dead end,
-or when 2L calls still cover fewer than K environments.
+Walks start at nodes that began a recorded trace (callable at s_0). From v_t only admissible
+neighbours are kept: the edge's recorded instance is re-bound to the actual chain (a data value is
+taken from the same output path of o_t, or of an earlier return; a state edge's object name from
+the actual x_t); the other arguments come from the recorded instance (the task's inputs). Among
+them one is sampled proportionally to w(v_t, v) (times a bias towards environments the walk has
+not covered yet while it lacks K; 1.0 is Eq. 3). After execution, a failed call or a violated
+relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1} (if the
+failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the latest
+snapshot and the chain since is re-executed) and another neighbour is sampled. When no neighbour of
+v_t works, v_t itself is rolled back and another neighbour of v_{t-1} is sampled. A walk ends when
+it has L calls over K environments; it is discarded after too many rollbacks or when 2L calls still
+cover fewer than K environments.
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from weft_toolspace.graph import ToolGraph, leaves
-from weft_toolspace.models import Chain, ChainStep, DataLink, EdgeKind, EdgeRecord
+from weft_toolspace.models import (
+    Binding,
+    Chain,
+    ChainStep,
+    DataLink,
+    EdgeExample,
+    EdgeKind,
+    EdgeRecord,
+)
 from weft_toolspace.traces import parse_value
 
 if TYPE_CHECKING:
@@ -34,7 +46,15 @@ class WalkConfig(BaseModel):
     length: int = Field(default=15, ge=1, description="L: calls per chain.")
     environments: int = Field(default=2, ge=1, description="K: environments a chain must cross.")
     attempts: int = Field(default=10, ge=1, description="Walk attempts (the walk budget).")
-    max_rollbacks: int = Field(default=8, ge=0, description="Rollbacks before a walk is discarded.")
+    max_rollbacks: int = Field(
+        default=12, ge=0, description="Rollbacks (failed steps and backtracks) before discard."
+    )
+    new_environment_bias: float = Field(
+        default=3.0,
+        ge=1.0,
+        description="Weight factor for neighbours in an environment the walk has not covered "
+        "while it covers fewer than K (1.0: Eq. 3 exactly).",
+    )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
 
@@ -96,14 +116,29 @@ def _typed(value: Any, json_type: str) -> bool:
 
 
 def fill_arguments(
-    graph: ToolGraph, edge: EdgeRecord | None, prev_result: Any, rng: random.Random
+    graph: ToolGraph,
+    edge: EdgeRecord | None,
+    prev_result: Any,
+    rng: random.Random,
+    prev_arguments: dict[str, Any] | None = None,
+    earlier: list[Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Arguments for edge.target, or None when a routed argument has no value in o_t."""
+    """Arguments for edge.target, or None when a routed argument has no value in o_t.
+
+    With recorded instances of the edge, one is taken and each of its bindings gets the value the
+    actual previous call produced (data: the leaf at the same output path) or touched (state: its
+    argument at the same path, i.e. the same object); without, a node example and the edge's
+    routes. A data value missing from o_t may come from an earlier return (`earlier`, newest
+    first): the paper's "filled from earlier returns"."""
     node = graph.nodes[edge.target] if edge else None
-    if node is None or not node.examples:
+    if edge is None or node is None or not node.examples:
         return None
+    if edge.examples:
+        ex = rng.choice(edge.examples)
+        returns = [prev_result, *(earlier or [])]
+        return _from_example(ex, node.examples, edge.kind, returns, prev_arguments or {}, rng)
     args: dict[str, Any] = _copy(rng.choice(node.examples))
-    if edge is None or edge.kind is not EdgeKind.DATA:
+    if edge.kind is not EdgeKind.DATA:
         return args
     resolved = 0
     for link in edge.links:
@@ -112,6 +147,80 @@ def fill_arguments(
             _set(args, link.argument, value)
             resolved += 1
     return args if resolved else None
+
+
+def _index(path: str) -> str | None:
+    first = path.split(".", 1)[0]
+    return first if first.isdigit() else None
+
+
+def _from_example(
+    ex: EdgeExample,
+    examples: list[dict[str, Any]],
+    kind: EdgeKind,
+    returns: list[Any],
+    prev_args: dict[str, Any],
+    rng: random.Random,
+) -> dict[str, Any] | None:
+    args = _copy(ex.arguments)
+    anchor: str | None = None  # the row / entity index the first value came from
+    for b in ex.bindings:
+        if b.source.startswith("args:"):
+            new = _same_object(b, prev_args)
+        elif b.source.endswith("~"):
+            link = DataLink(argument=b.argument, output=b.source, json_type="string")
+            new = next(
+                (v for o in returns if (v := _route(link, [ex.arguments, *examples], o, rng))),
+                None,
+            )
+        else:
+            path = b.source.rstrip("^")
+            found = []
+            for o in returns:  # o_t first, then earlier returns
+                found = [
+                    (p, v)
+                    for p, v in leaves(o)
+                    if ((path == "$" and p == "") or _shape(p) == _shape(path))
+                    and type(v) is type(b.value)
+                ]
+                if found:
+                    break
+            aligned = [(p, v) for p, v in found if anchor is not None and _index(p) == anchor]
+            pick = rng.choice(aligned or found) if found else None
+            if pick is not None and anchor is None:
+                anchor = _index(pick[0])
+            new = pick[1] if pick is not None else None
+        if new is None:
+            if kind is EdgeKind.DATA:
+                return None  # not admissible: the value is not in o_t
+            continue
+        _bind(args, b, new)
+    return args
+
+
+def _same_object(b: Binding, prev_args: dict[str, Any]) -> Any:
+    cur = _get(prev_args, b.source.removeprefix("args:"))
+    if not cur:
+        return None
+    if b.whole:
+        return cur[0]
+    if not isinstance(cur[0], str) or b.context is None:
+        return None
+    # The recorded x_i with the token as a group, matched against the actual x_i.
+    at = b.context.find(b.value)
+    pattern = re.escape(b.context[:at]) + r"(\w+)" + re.escape(b.context[at + len(b.value) :])
+    m = re.fullmatch(pattern, cur[0])
+    return m.group(1) if m else None
+
+
+def _bind(args: dict[str, Any], b: Binding, new: Any) -> None:
+    if b.whole:
+        _set(args, b.argument, new)
+        return
+    cur = _get(args, b.argument)
+    if cur and isinstance(cur[0], str) and isinstance(b.value, str):
+        pat = re.compile(rf"(?<![\w.-]){re.escape(b.value)}(?![\w-])")
+        _set(args, b.argument, pat.sub(lambda _: str(new), cur[0]))
 
 
 def _route(link: DataLink, examples: list[dict[str, Any]], prev: Any, rng: random.Random) -> Any:
@@ -159,7 +268,23 @@ class Walker:
         return chains
 
     def _starts(self) -> list[str]:
-        return [k for k, n in self.graph.nodes.items() if n.examples and k in self._out]
+        """Nodes the corpus shows callable at s_0 (a trace began there), else any with an edge;
+        of those, the ones from which K environments are reachable at all (a walk from any other
+        can never be retained, so it would only spend the walk budget)."""
+        nodes = self.graph.nodes
+        out = [k for k, n in nodes.items() if n.examples and k in self._out]
+        out = [k for k in out if nodes[k].starts] or out
+        reach = [k for k in out if len(self._reachable_envs(k)) >= self.cfg.environments]
+        return reach or out
+
+    def _reachable_envs(self, start: str) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for e in self._out.get(todo.pop(), []):
+                if e.kind is not EdgeKind.RETRY and e.target not in seen:
+                    seen.add(e.target)
+                    todo.append(e.target)
+        return {self.env_of.get(n, "env-?") for n in seen}
 
     async def _call(self, group: GroupHandle, step: ChainStep) -> tuple[bool, Any, bool]:
         res = await self.client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
@@ -182,12 +307,14 @@ class Walker:
         if not starts:
             self.stats.discarded["no start node"] += 1
             return None
-        weights = [self.graph.nodes[k].count for k in starts]
-        first = rng.choices(starts, weights)[0]
+        weights = [self.graph.nodes[k].starts or self.graph.nodes[k].count for k in starts]
         steps: list[ChainStep] = []
         snaps: list[tuple[int, str]] = [(0, s0)]
         rollbacks = 0
-        pending: list[tuple[EdgeRecord | None, str]] = [(None, first)]
+        # frontier[i]: the still untried neighbours of v_i (frontier[0]: the start).
+        frontier: list[list[tuple[EdgeRecord | None, str]]] = [
+            [(None, rng.choices(starts, weights)[0])]
+        ]
         while True:
             envs = {s.environment for s in steps}
             if len(steps) >= cfg.length and len(envs) >= cfg.environments:
@@ -195,20 +322,40 @@ class Walker:
             if len(steps) >= 2 * cfg.length:
                 self.stats.discarded["too few environments"] += 1
                 return None
+            pending = frontier[-1]
+            if not pending and not steps:
+                pending.append((None, rng.choices(starts, weights)[0]))  # the start failed
             if not pending:
-                self.stats.discarded["dead end"] += 1
-                return None
-            edge, target = self._sample(pending)
-            pending = [p for p in pending if p != (edge, target)]
+                # No admissible neighbour of v_t works: drop v_t, restore s_{t-1} and resample
+                # among the other neighbours of v_{t-1} (rollback one level up).
+                rollbacks += 1
+                self.stats.rollbacks += 1
+                if rollbacks > cfg.max_rollbacks:
+                    self.stats.discarded["dead end"] += 1
+                    return None
+                frontier.pop()
+                dropped = steps.pop()
+                snaps = [x for x in snaps if x[0] <= len(steps)]
+                if dropped.mutated:
+                    await self._rollback(group, steps, snaps)
+                continue
+            edge, target = self._sample(pending, envs)
+            pending.remove((edge, target))
             node = self.graph.nodes[target]
-            prev = steps[-1].result if steps else None
             args = (
                 _copy(rng.choice(node.examples))
                 if edge is None and node.examples
-                else fill_arguments(self.graph, edge, prev, rng)
+                else fill_arguments(
+                    self.graph,
+                    edge,
+                    steps[-1].result if steps else None,
+                    rng,
+                    steps[-1].arguments if steps else None,
+                    earlier=[s.result for s in reversed(steps[:-1]) if not s.failed],
+                )
             )
             if args is None:
-                continue  # not admissible: inputs not fillable from o_t
+                continue  # not admissible: inputs not fillable from earlier returns
             step = ChainStep(
                 node=target,
                 mcp=node.mcp,
@@ -224,7 +371,7 @@ class Walker:
                 # A recoverable error (§4.1.2): kept as an observation; only a retry edge may follow.
                 step.result, step.failed = result, True
                 steps.append(step)
-                pending = [(e, e.target) for e in retries]
+                frontier.append([(e, e.target) for e in retries])
                 continue
             if not ok or violated:
                 rollbacks += 1
@@ -239,13 +386,26 @@ class Walker:
             steps.append(step)
             if len(steps) % cfg.snapshot_every == 0:
                 snaps.append((len(steps), await self.client.snapshot(group)))
-            pending = [
-                (e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY
-            ]
+            frontier.append(
+                [(e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY]
+            )
 
     def _sample(
-        self, pending: list[tuple[EdgeRecord | None, str]]
+        self, pending: list[tuple[EdgeRecord | None, str]], visited: set[str] | None = None
     ) -> tuple[EdgeRecord | None, str]:
-        """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3)."""
-        weights = [e.weight if e is not None else 1.0 for e, _ in pending]
+        """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3);
+        while the walk covers fewer than K environments, a neighbour in an unvisited one has its
+        weight multiplied by `new_environment_bias` (1.0 is the paper's Eq. 3)."""
+        bias = self.cfg.new_environment_bias
+        weights = [
+            (e.weight if e is not None else 1.0)
+            * (
+                bias
+                if visited is not None
+                and len(visited) < self.cfg.environments
+                and self.env_of.get(t, "env-?") not in visited
+                else 1.0
+            )
+            for e, t in pending
+        ]
         return self.rng.choices(pending, weights)[0]

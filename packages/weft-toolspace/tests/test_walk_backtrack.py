@@ -1,0 +1,103 @@
+"""Walk control flow on a fake MegaMCP client (in-memory state, real snapshot/restore semantics):
+a neighbour that leads nowhere is rolled back one level and another neighbour is taken."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from weft_toolspace.graph import ToolGraph
+from weft_toolspace.models import EdgeKind, EdgeRecord, NodeRecord
+from weft_toolspace.walk import WalkConfig, Walker
+
+
+@dataclass
+class _Result:
+    is_error: bool
+    structured: Any
+    text: str
+
+
+@dataclass
+class _Entry:
+    mutated: bool
+
+
+class FakeMegaMCP:
+    """One counter per group; every call appends to it, snapshots copy it."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, list[str]] = {}
+        self.snaps: dict[str, list[str]] = {}
+
+    async def create_group(self, mcps: list[str]) -> str:
+        self.state["g"] = []
+        return "g"
+
+    async def snapshot(self, group: str) -> str:
+        sid = f"s{len(self.snaps)}"
+        self.snaps[sid] = copy.deepcopy(self.state[group])
+        return sid
+
+    async def restore(self, group: str, sid: str) -> None:
+        self.state[group] = copy.deepcopy(self.snaps[sid])
+
+    async def call_tool(self, group: str, mcp: str, tool: str, args: dict[str, Any]) -> _Result:
+        self.state[group].append(tool)
+        return _Result(False, {"done": tool}, tool)
+
+    async def ledger(self, group: str) -> dict[str, list[_Entry]]:
+        return {"s": [_Entry(mutated=True)]}
+
+    async def close(self, group: str) -> None:
+        self.state.pop(group, None)
+
+
+def _graph() -> ToolGraph:
+    nodes = {
+        k: NodeRecord(
+            key=k,
+            mcp="s",
+            tool=k,
+            argument_names=[],
+            count=4,
+            starts=4 * (k == "a"),
+            examples=[{}],
+        )
+        for k in ("a", "dead", "c", "d")
+    }
+
+    def e(src: str, dst: str, w: float) -> EdgeRecord:
+        return EdgeRecord(source=src, target=dst, kind=EdgeKind.STATE, count=2, weight=w)
+
+    edges = [e("a", "dead", 0.95), e("a", "c", 0.05), e("c", "d", 1.0), e("d", "c", 1.0)]
+    return ToolGraph(nodes=nodes, edges=edges)
+
+
+async def test_a_dead_end_is_rolled_back_and_another_neighbour_taken() -> None:
+    client = FakeMegaMCP()
+    env_of = {"a": "e0", "dead": "e0", "c": "e1", "d": "e1"}
+    walker = Walker(
+        client,  # type: ignore[arg-type]
+        _graph(),
+        env_of,
+        WalkConfig(length=5, environments=2, attempts=4, seed=3),
+    )
+    chains = await walker.run()
+    assert walker.stats.kept == 4, walker.stats
+    assert walker.stats.rollbacks >= 1  # `dead` was tried (p = 0.95) and undone
+    for c in chains:
+        tools = [s.tool for s in c.steps]
+        assert tools[0] == "a" and "dead" not in tools and len(tools) == 5
+
+
+async def test_walks_start_only_where_k_environments_are_reachable() -> None:
+    g = _graph()
+    g.nodes["lone"] = NodeRecord(
+        key="lone", mcp="s", tool="lone", argument_names=[], count=9, starts=9, examples=[{}]
+    )
+    g.edges.append(EdgeRecord(source="lone", target="lone", kind=EdgeKind.STATE, count=9, weight=1))
+    env_of = {"a": "e0", "dead": "e0", "c": "e1", "d": "e1", "lone": "e2"}
+    walker = Walker(FakeMegaMCP(), g, env_of, WalkConfig(environments=2))  # type: ignore[arg-type]
+    assert walker._starts() == ["a"]
