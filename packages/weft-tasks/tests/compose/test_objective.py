@@ -5,10 +5,15 @@ rejected with their reason."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
+
+from langchain_core.messages import BaseMessage
 
 from weft_core.models import Disclosure
 from weft_core.testing import ScriptedChatModel
+from weft_tasks.atomic.megamcp import megamcp_client
 from weft_tasks.compose.composer import CompositionState, compose_graph
 from weft_tasks.compose.objective import (
     forbidden_values,
@@ -16,6 +21,8 @@ from weft_tasks.compose.objective import (
     objective_problems,
     write_objective,
 )
+from weft_tasks.compose.pipeline import Composer
+from weft_tasks.compose.profiles import Profile, ProfileSet
 from weft_tasks.views.disclosure import hidden_values
 
 
@@ -112,3 +119,42 @@ def test_llm_writer_keeps_only_a_clean_objective(libraries: list[Any]) -> None:
     llm = ScriptedChatModel(["I think the objective is to help Ada."] * 4)
     text, problems = llm_objective(llm, graph, bundles)
     assert text is None and problems[0].startswith("objective output invalid")
+
+
+_POOL = re.compile(r"'task_id': '([^']+)', 'mcp': '[^']+', 'intent': '([^']*)'")
+
+
+def _one_read(messages: list[BaseMessage]) -> str:
+    """A valid one-node composition: the first read of the drawn pool."""
+    pool = _POOL.findall(str(messages[-1].content))
+    tid = next(t for t, intent in pool if intent.startswith(("Look up", "List")))
+    return json.dumps({"nodes": [{"task_id": tid}]})
+
+
+async def test_the_pipeline_rejects_a_bad_objective(libraries: list[Any], tmp_path: Path) -> None:
+    libs = [lib for lib in libraries if lib.mcp in ("crm", "helpdesk")]
+    profile = Profile(name="Pair", tasks=[2, 2], mcps=[2, 2], domains=[1, 2], proportion=1.0)
+    verdict = {"coherent": True, "objective": "Sort out Ada's ticket and CRM record", "mcps": []}
+    vague = {"objective": "Please do what the user needs, quickly and politely."}
+    llm = ScriptedChatModel([json.dumps(verdict), _one_read, json.dumps(vague), json.dumps(vague)])
+    async with megamcp_client(data_dir=tmp_path / ".megamcp") as client:
+        composer = Composer(
+            libs, client, tmp_path, profiles=ProfileSet(profiles=[profile]), llm=llm
+        )
+        assert composer.sample(profile) is None
+    llm.assert_exhausted()
+    assert composer.rejections == {"objective rejected": 1}
+    assert "drops the" in composer.diagnostics[-1]
+
+
+async def test_the_pipeline_writes_the_objective_from_the_graph(
+    libraries: list[Any], tmp_path: Path
+) -> None:
+    libs = [lib for lib in libraries if lib.mcp in ("crm", "helpdesk")]
+    profile = Profile(name="Pair", tasks=[2, 2], mcps=[2, 2], domains=[1, 2], proportion=1.0)
+    async with megamcp_client(data_dir=tmp_path / ".megamcp") as client:
+        composer = Composer(libs, client, tmp_path, profiles=ProfileSet(profiles=[profile]))
+        job = composer.sample(profile)
+    assert job is not None and composer.rejections == {}
+    bundles = {lib.mcp: lib.bundle for lib in libs}
+    assert job.graph.objective == write_objective(job.graph, bundles)
