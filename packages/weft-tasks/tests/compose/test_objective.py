@@ -80,6 +80,16 @@ def test_problems_name_tools_dropped_entities_and_withheld_values(libraries: lis
     assert any(
         "'London'" in p for p in objective_problems(good + " Her city is London.", graph, bundles)
     )
+    # an upstream value that is only a word of the task's vocabulary is no leak
+    n3 = graph.node("n3")
+    inputs = [
+        i.model_copy(update={"value": "ticket"}) if i.name == "subject" else i for i in n3.inputs
+    ]
+    assert any(i.source == "upstream" for i in inputs if i.name == "subject")
+    nodes = [n.model_copy(update={"inputs": inputs}) if n.id == "n3" else n for n in graph.nodes]
+    worded = graph.model_copy(update={"nodes": nodes})
+    assert "ticket" in forbidden_values(worded)
+    assert objective_problems(write_objective(worded, bundles), worded, bundles) == []
     # what a partial view describes is forbidden too
     partial = {v for n in graph.nodes for v in hidden_values(n, Disclosure.PARTIAL, graph.bindings)}
     assert {v for v in partial if len(v) >= 3} - {"ada@example.com"} <= forbidden_values(graph)

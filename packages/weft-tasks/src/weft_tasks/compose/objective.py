@@ -140,8 +140,15 @@ def objective_problems(text: str, graph: TaskGraph, bundles: dict[str, BundleVie
     for e in required_entities(graph, bundles):
         if e.lower() not in low:
             problems.append(f"it drops the {e!r} the task acts on")
+    # a value that is a word of the task's vocabulary (a file whose content is "email") tells
+    # nothing: the objective must be free to name the entity
+    vocab = {e.lower() for e in required_entities(graph, bundles)}
+    vocab |= {_words(i.name).lower() for n in graph.nodes for i in n.inputs}
+    vocab |= {_words(f).lower() for e in graph.edges for f in e.fields}
     for v in sorted(forbidden_values(graph)):
-        if v.lower() in low:
+        if v.lower() in vocab:
+            continue
+        if re.search(rf"(?<![a-z0-9]){re.escape(v.lower())}(?![a-z0-9])", low):
             problems.append(f"it states {v!r}, which a partial view withholds")
     return problems
 
