@@ -6,9 +6,11 @@ from weft_core.models import (
     AtomicTask,
     EntityBinding,
     FieldEquals,
+    ReturnContains,
     RowAbsent,
     StateTransition,
     TaskGraph,
+    TaskInput,
     TaskNode,
     ToolContract,
 )
@@ -109,3 +111,58 @@ def test_graph_check_reports_the_contradiction() -> None:
     issues = check_graph(g, {"t-n1", "t-n2"}, TRANSITIONS)
     assert [(i.kind, i.node) for i in issues] == [("contradiction", "n2")]
     assert check_graph(g, {"t-n1", "t-n2"}) == []  # without lifecycles, nothing to judge
+
+
+def test_a_transition_applied_twice_is_caught() -> None:
+    # ship needs pending/paid/cancelled: shipping a shipped order again is no transition
+    g = _graph(_node("n1", _status("shipped")), _node("n2", _status("shipped")))
+    found = contradictions(g, TRANSITIONS)
+    assert [c.kind for c in found] == ["repeated"] and "again after n1" in found[0].message
+    # an ordinary field set twice to the same value is no contradiction
+    note = FieldEquals(table="order", where={"order_id": "O1"}, field="note", value="a")
+    assert contradictions(_graph(_node("n1", note), _node("n2", note)), TRANSITIONS) == []
+
+
+def _reader(nid: str, inputs: dict[str, Any], *checks: Any) -> TaskNode:
+    row = {"order_id": "O1", "status": "paid", "note": "gift"}
+    task = AtomicTask(
+        id=f"t-{nid}", mcp="shop", intent="x", tool_chain=[], seed_rows={"order": [row]}
+    )
+    return TaskNode(
+        id=nid,
+        task=task,
+        intent="x",
+        inputs=[TaskInput(name=k, value=v) for k, v in inputs.items()],
+        checks=list(checks),
+    )
+
+
+def test_a_read_of_what_an_earlier_node_removed_or_changed_is_stale() -> None:
+    gone = RowAbsent(table="order", where={"order_id": "O1"})
+    g = _graph(_node("n1", gone), _reader("n2", {"order_id": "O1"}))
+    found = contradictions(g, TRANSITIONS)
+    assert [c.kind for c in found] == ["stale"] and "n1 deleted" in found[0].message
+    # listing the paid orders after n1 shipped the one the listing must report
+    g = _graph(_node("n1", _status("shipped")), _reader("n2", {"status": "paid"}))
+    found = contradictions(g, TRANSITIONS)
+    assert [c.kind for c in found] == ["stale"] and "status='paid'" in found[0].message
+    # an answer expected to show the value n1 changed
+    shows = ReturnContains(tool="get_order", value="gift")
+    note = FieldEquals(table="order", where={"order_id": "O1"}, field="note", value="rush")
+    g = _graph(_node("n1", note), _reader("n2", {}, shows))
+    assert [c.kind for c in contradictions(g, TRANSITIONS)] == ["stale"]
+
+
+def test_a_read_that_does_not_depend_on_the_change_stays() -> None:
+    # n2 reads the order by its id and reports its note: shipping it changes neither
+    shows = ReturnContains(tool="get_order", value="gift")
+    g = _graph(_node("n1", _status("shipped")), _reader("n2", {"order_id": "O1"}, shows))
+    assert contradictions(g, TRANSITIONS) == []
+    # reads before the change, and reads of another order, are never stale
+    g = _graph(_reader("n1", {"status": "paid"}), _node("n2", _status("shipped")))
+    assert contradictions(g, TRANSITIONS) == []
+    other = _status("shipped", {"order_id": "O2"})
+    assert (
+        contradictions(_graph(_node("n1", other), _reader("n2", {"status": "paid"})), TRANSITIONS)
+        == []
+    )

@@ -770,7 +770,8 @@ def llm_proposal(
     prompt = (
         f"Objective: {state.objective}\nUse exactly {state.nodes_wanted} tasks.\nCandidate pool: {pool}\n"
         + (
-            f"Your previous graph had these problems: {[i.message for i in state.issues]}\n"
+            "Your previous graph had these problems:\n"
+            + "".join(f"- {i.message}\n" for i in state.issues)
             if state.issues
             else ""
         )
@@ -840,7 +841,7 @@ def propose(state: CompositionState, runtime: Runtime[CompositionContext]) -> di
                 "attempts": state.attempts + 1,
                 "retryable": True,
                 "issues": [
-                    GraphIssue(kind="unsourced_input", message=f"composition output invalid: {exc}")
+                    GraphIssue(kind="invalid_output", message=f"composition output invalid: {exc}")
                 ],
             }
     return {"graph": graph, "attempts": state.attempts + 1, "retryable": llm is not None}

@@ -26,6 +26,7 @@ IssueKind = Literal[
     "binding_conflict",
     "unsourced_input",
     "contradiction",
+    "invalid_output",
 ]
 
 BINDING_KEY = "x-binding"
@@ -98,13 +99,16 @@ def check_graph(
             )
         )
     chosen = set(selected)
+    combination = {t.split(".")[0] for t in chosen}
     for n in graph.nodes:
         if n.task.id not in chosen:
+            mcp = n.task.id.split(".")[0]
+            outside = f" (MCP {mcp!r} is not in this combination)" if mcp not in combination else ""
             issues.append(
                 GraphIssue(
                     kind="unselected_task",
                     node=n.id,
-                    message=f"node {n.id} uses task {n.task.id!r}, which was not among the selected tasks",
+                    message=f"node {n.id} uses task {n.task.id!r}, which was not among the selected tasks{outside}",
                 )
             )
     known = set(ids)

@@ -11,7 +11,13 @@ contradict each other when a later one undoes what an earlier one achieved on th
   when the graph has the edge earlier -> later and no path back;
 - **overwrite**: both set an ordinary field of the same row to different values;
 - **undone**: a later node deletes a row an earlier node changed, or acts on a row an earlier
-  node deleted.
+  node deleted;
+- **repeated**: a later node applies the transition an earlier node already applied to the same
+  object (close a ticket twice) although the lifecycle has no step from that value to itself;
+- **stale**: a later node was certified against a row (its task's seed rows) that an earlier node
+  deleted, or against a value of that row an earlier node changed and the later node depends on:
+  it filters on it, names the row by it, or expects to report it (list the open tickets and report
+  a ticket an earlier node closed; read a customer an earlier node deleted).
 
 Rows are identified by the condition's `where` with entity-binding references resolved, so two
 nodes naming the same object by the bound value and by its literal value meet.
@@ -24,9 +30,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from weft_core.models import FieldEquals, RowAbsent, TaskGraph, TaskNode, ToolContract
+from weft_core.models import (
+    FieldEquals,
+    ReturnContains,
+    RowAbsent,
+    TaskGraph,
+    TaskNode,
+    ToolContract,
+)
 
-ContradictionKind = Literal["reversal", "overwrite", "undone"]
+ContradictionKind = Literal["reversal", "overwrite", "undone", "repeated", "stale"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,19 @@ class Contradiction:
             return (
                 f"{self.second.node} overwrites {self.first.field} of {what} that "
                 f"{self.first.node} set to {self.first.value!r}"
+            )
+        if self.kind == "repeated":
+            return (
+                f"{self.second.node} sets {self.second.field}={self.second.value!r} on {what} "
+                f"again after {self.first.node} did: no transition leads from {self.first.value!r} "
+                "to itself"
+            )
+        if self.kind == "stale":
+            if self.first.field is None:
+                return f"{self.second.node} needs {what}, which {self.first.node} deleted before it"
+            return (
+                f"{self.second.node} needs {self.first.field}={self.second.value!r} of {what}, "
+                f"which {self.first.node} set to {self.first.value!r} before it"
             )
         return f"{self.second.node} undoes {self.first.node}'s change to {what}"
 
@@ -117,6 +143,10 @@ class TransitionGraph:
                     todo.append(n)
         return False
 
+    def loops(self, mcp: str, table: str, field: str, value: str) -> bool:
+        """Whether a declared transition may apply again to an object already at `value`."""
+        return value in self.edges.get((mcp, table, field), {}).get(value, set())
+
     def one_way(self, mcp: str, table: str, field: str, earlier: str, later: str) -> bool:
         """Whether `earlier -> later` is a declared step the lifecycle never walks back."""
         succ = self.edges.get((mcp, table, field), {})
@@ -145,5 +175,67 @@ def contradictions(graph: TaskGraph, transitions: TransitionGraph) -> list[Contr
                         e.mcp, e.table, e.field, str(p.value), str(e.value)
                     ):
                         out.append(Contradiction("reversal", p, e))
+                elif (
+                    p.field == e.field
+                    and transitions.lifecycle(e.mcp, e.table, e.field)
+                    and not transitions.loops(e.mcp, e.table, e.field, str(e.value))
+                ):
+                    out.append(Contradiction("repeated", p, e))
+        # a node that undoes an earlier one is reported once, as that
+        if not any(c.second.node == nid for c in out):
+            out.extend(_stale(by_id[nid], seen, values, by_id))
         seen.extend(mine)
+    return out
+
+
+def _matches(row: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
+    return bool(where) and all(
+        k in row and (row[k] == v or str(row[k]) == str(v)) for k, v in where.items()
+    )
+
+
+def _depends_on(node: TaskNode, field: str, value: Any) -> bool:
+    """Whether `node` relies on its row still having `field` = `value`: an input of that name
+    and value (a filter or the row's name), a check that names the row by it, or an answer
+    expected to show it."""
+    if value is None:
+        return False
+    same = str(value)
+    if any(i.name == field and str(i.value) == same for i in node.inputs):
+        return True
+    for c in node.checks:
+        where = getattr(c, "where", None)
+        if isinstance(where, Mapping) and str(where.get(field, object())) == same:
+            return True
+        if isinstance(c, ReturnContains) and str(c.value) == same:
+            return True
+    return False
+
+
+def _stale(
+    node: TaskNode,
+    earlier: list[Effect],
+    bindings: Mapping[str, Any],
+    nodes: Mapping[str, TaskNode],
+) -> list[Contradiction]:
+    """Earlier effects that removed or changed what `node`'s task was certified against.
+    MCPs are compared by task, since a stored graph's checks name the MegaMCP id instead."""
+    out: list[Contradiction] = []
+    for table, rows in node.task.seed_rows.items():
+        for row in rows:
+            resolved = {k: _resolve(v, bindings) for k, v in row.items()}
+            for p in earlier:
+                if nodes[p.node].task.mcp != node.task.mcp or p.table != table:
+                    continue
+                if not _matches(resolved, json.loads(p.row)):
+                    continue
+                if p.field is None:
+                    need = Effect(node.id, p.mcp, table, p.row, None, None)
+                    out.append(Contradiction("stale", p, need))
+                    return out
+                old = resolved.get(p.field)
+                if old is not None and str(old) != str(p.value) and _depends_on(node, p.field, old):
+                    need = Effect(node.id, p.mcp, table, p.row, p.field, old)
+                    out.append(Contradiction("stale", p, need))
+                    return out
     return out

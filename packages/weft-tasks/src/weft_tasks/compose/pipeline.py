@@ -1,4 +1,4 @@
-"""Compose a corpus: quotas -> sampling -> coherence -> composition -> grounding -> replay.
+"""Compose a corpus: quotas -> sampling -> coherence -> composition -> objective -> grounding -> replay.
 
 Every rejection is counted with its reason and the sample is redrawn within its profile; no
 rejected task is ever written. Accepted task graphs are written to `OUT/tasks/<id>.json` with
@@ -22,10 +22,12 @@ from pydantic import BaseModel, Field
 from weft_core.exceptions import WeftRuntimeError
 from weft_core.models import Check, Disclosure, TaskGraph, ViewMode, atomic_write_text
 from weft_megamcp.service import GroupService
+from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.library import MCPLibrary
 from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.compose.coherence import check_coherence
 from weft_tasks.compose.composer import CompositionState, compose_graph
+from weft_tasks.compose.objective import llm_objective, objective_problems, write_objective
 from weft_tasks.compose.profiles import DEFAULT_PROFILES, Profile, ProfileSet, largest_remainder
 from weft_tasks.compose.sampler import CoverageSampler
 from weft_tasks.compose.stats import CorpusStats, corpus_stats
@@ -154,9 +156,12 @@ class Composer:
                 kinds: list[str] = sorted({i.kind for i in state.issues}) or ["no graph"]
                 self.reject(f"graph check: {kinds[0]}")
                 return None
+            graph = self._with_objective(state.graph, bundles)
+            if graph is None:
+                return None
             grounded = ground(
-                state.graph,
-                {m: bundles[m] for m in state.graph.mcps},
+                graph,
+                {m: bundles[m] for m in graph.mcps},
                 self.llm,
                 distractors=self.settings.distractors_per_table,
             )
@@ -164,10 +169,24 @@ class Composer:
                 self.reject("ungroundable state")
                 return None
             self.grounding["rows dropped by schema checks"] += len(grounded.issues)
-            files = ground_workspaces(state.graph, {m: bundles[m] for m in state.graph.mcps})
+            files = ground_workspaces(graph, {m: bundles[m] for m in graph.mcps})
             self.grounding["workspace files dropped by check guards"] += len(files.dropped)
-            return _Job(graph=state.graph, grounding=grounded, workspaces=files)
+            return _Job(graph=graph, grounding=grounded, workspaces=files)
         return None
+
+    def _with_objective(self, graph: TaskGraph, bundles: dict[str, BundleView]) -> TaskGraph | None:
+        """The graph with its objective written from what it does (the coherence verdict's
+        objective was written before any node was chosen); None = rejected."""
+        if self.llm is None:
+            text: str | None = write_objective(graph, bundles)
+            problems = objective_problems(text or "", graph, bundles)
+        else:
+            text, problems = llm_objective(self.llm, graph, bundles)
+        if text is None or problems:
+            self.reject("objective rejected")
+            self.diagnostics.append(f"{graph.id}: objective: {'; '.join(problems)}")
+            return None
+        return graph.model_copy(update={"objective": text})
 
     # ------------------------------------------------------------------ snapshots + replay
     async def finish(self, job: _Job) -> TaskGraph | None:
