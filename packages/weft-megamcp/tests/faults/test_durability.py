@@ -155,6 +155,62 @@ async def test_checkpoint_label_matches_its_contents(
         assert len(restored.ledger) == len(_names(restored.db_path)) - initial == 2
 
 
+async def test_a_restore_waits_for_the_checkpoint_copying_the_state(
+    slow_ckpt_host: MegaMCPHost, bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Regression: `restore` copied a snapshot's files over the live session holding only the
+    call locks, not the write gate a checkpoint copies under; a checkpoint taken meanwhile held
+    (part of) the restored state under the pre-restore version, or failed reading a file being
+    replaced ("unable to open database file", seen in ToolSpace's rollback-heavy walks)."""
+    host = slow_ckpt_host
+    assert host.core is not None
+    real = checkpointer_mod.snapshot_sqlite
+    entered, seen = threading.Event(), []
+
+    def held_snapshot(src: Path, dest: Path) -> None:
+        if not seen:
+            seen.append(True)
+            entered.set()
+            before = Path(src).stat().st_mtime_ns
+            for _ in range(30):  # up to 3 s for a racing restore to rewrite the DB
+                if Path(src).stat().st_mtime_ns != before:
+                    break
+                threading.Event().wait(0.1)
+        real(src, dest)
+
+    monkeypatch.setattr(checkpointer_mod, "snapshot_sqlite", held_snapshot)
+    published: list[CheckpointRef] = []
+    store = host.core.checkpoints
+    real_put = store.put
+
+    def recording_put(*args: Any, **kwargs: Any) -> CheckpointRef:
+        ref = real_put(*args, **kwargs)
+        published.append(ref)
+        return ref
+
+    monkeypatch.setattr(store, "put", recording_put)
+    async with MegaMCPClient(host.url, host.admin_token) as client:
+        rec = await client.register(bundle_dir)
+        m = rec.mcp_id
+        g = await client.create_group([m])
+        session = host.core.manager.get(g.group_id).sessions[m]
+        initial = len(_names(session.db_path))
+        await _add(client, g, m, "kept")
+        snap = await client.snapshot(g)
+        await _add(client, g, m, "undone")
+        flush = asyncio.create_task(client.checkpoint(g))
+        assert await asyncio.to_thread(entered.wait, 30)
+        restoring = asyncio.create_task(client.restore(g, snap))  # races the held copy
+        await flush
+        await restoring
+        first = published[0]
+        copy = host.settings.data_dir / "first.sqlite"
+        host.core.checkpoints.fetch(first, copy)
+        assert len(_names(copy)) - initial == first.state_version == 2
+        listed = await _listed(client, g, m)  # the group serves the restored state
+        assert "kept" in listed and "undone" not in listed
+
+
 # ---- (c) a replaced worker keeps acknowledged writes -----------------------------------------
 
 

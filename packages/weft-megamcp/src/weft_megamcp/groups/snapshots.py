@@ -87,13 +87,18 @@ class GroupSnapshots(IdleGroups):
         await self._ensure_loaded(group)
         async with await self._quiesce(group):
             for m, s in group.sessions.items():
-                await asyncio.to_thread(_copy_state, folder / m, s.root)
-                s.final_db.unlink(missing_ok=True)
-                s.ledger = type(s.ledger)(s.root / LEDGER_NAME)
-                # A restore is a new state: versions stay monotonic so checkpoints order correctly.
-                s.state_version = (
-                    max(s.state_version, int(meta["sessions"][m]["state_version"])) + 1
-                )
+                # The write gate as well as the call lock: a checkpoint copies the state under
+                # the gate only, and must neither read files being replaced nor label restored
+                # state with the version from before the restore.
+                async with s.state_lock:
+                    await asyncio.to_thread(_copy_state, folder / m, s.root)
+                    s.final_db.unlink(missing_ok=True)
+                    s.ledger = type(s.ledger)(s.root / LEDGER_NAME)
+                    # A restore is a new state: versions stay monotonic so checkpoints order
+                    # correctly.
+                    s.state_version = (
+                        max(s.state_version, int(meta["sessions"][m]["state_version"])) + 1
+                    )
             group.status = GroupStatus.ACTIVE
             group.save()
         for hook in self.restore_hooks:
