@@ -94,17 +94,12 @@ async def test_checkpoint_after_adoption(
 # ---- (b) a checkpoint labelled v holds exactly the writes <= v --------------------------------
 
 
-async def test_checkpoint_label_matches_its_contents(
-    slow_ckpt_host: MegaMCPHost, bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
-):
-    """Regression: the checkpointer read its version, then copied the DB; a write that
-    committed in between was in the copy under the older version, so recovery from that
-    checkpoint dropped the write's ledger entry while its effect stayed.
-
-    The first DB copy is held until a second write commits (or 3 s pass, which is what happens
-    when the copy holds the write gate: the write waits for it). Then the published checkpoint
-    must hold exactly as many new rows as its version says."""
-    host = slow_ckpt_host
+def _hold_first_copy(
+    host: MegaMCPHost, monkeypatch: pytest.MonkeyPatch
+) -> tuple[threading.Event, list[CheckpointRef]]:
+    """Hold the first checkpoint's DB copy until the file changes under it (or 3 s pass, which is
+    what happens when the copy holds the write gate: the racer waits for it); record every
+    published checkpoint. Returns (the copy has begun, the published refs)."""
     assert host.core is not None
     real = checkpointer_mod.snapshot_sqlite
     entered, seen = threading.Event(), []
@@ -114,7 +109,7 @@ async def test_checkpoint_label_matches_its_contents(
             seen.append(True)
             entered.set()
             before = Path(src).stat().st_mtime_ns
-            for _ in range(30):  # up to 3 s for a racing write to commit
+            for _ in range(30):
                 if Path(src).stat().st_mtime_ns != before:
                     break
                 threading.Event().wait(0.1)
@@ -131,6 +126,22 @@ async def test_checkpoint_label_matches_its_contents(
         return ref
 
     monkeypatch.setattr(store, "put", recording_put)
+    return entered, published
+
+
+async def test_checkpoint_label_matches_its_contents(
+    slow_ckpt_host: MegaMCPHost, bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Regression: the checkpointer read its version, then copied the DB; a write that
+    committed in between was in the copy under the older version, so recovery from that
+    checkpoint dropped the write's ledger entry while its effect stayed.
+
+    The first DB copy is held until a second write commits (or 3 s pass, which is what happens
+    when the copy holds the write gate: the write waits for it). Then the published checkpoint
+    must hold exactly as many new rows as its version says."""
+    host = slow_ckpt_host
+    assert host.core is not None
+    entered, published = _hold_first_copy(host, monkeypatch)
     async with MegaMCPClient(host.url, host.admin_token) as client:
         rec = await client.register(bundle_dir)
         m = rec.mcp_id
@@ -164,31 +175,7 @@ async def test_a_restore_waits_for_the_checkpoint_copying_the_state(
     replaced ("unable to open database file", seen in ToolSpace's rollback-heavy walks)."""
     host = slow_ckpt_host
     assert host.core is not None
-    real = checkpointer_mod.snapshot_sqlite
-    entered, seen = threading.Event(), []
-
-    def held_snapshot(src: Path, dest: Path) -> None:
-        if not seen:
-            seen.append(True)
-            entered.set()
-            before = Path(src).stat().st_mtime_ns
-            for _ in range(30):  # up to 3 s for a racing restore to rewrite the DB
-                if Path(src).stat().st_mtime_ns != before:
-                    break
-                threading.Event().wait(0.1)
-        real(src, dest)
-
-    monkeypatch.setattr(checkpointer_mod, "snapshot_sqlite", held_snapshot)
-    published: list[CheckpointRef] = []
-    store = host.core.checkpoints
-    real_put = store.put
-
-    def recording_put(*args: Any, **kwargs: Any) -> CheckpointRef:
-        ref = real_put(*args, **kwargs)
-        published.append(ref)
-        return ref
-
-    monkeypatch.setattr(store, "put", recording_put)
+    entered, published = _hold_first_copy(host, monkeypatch)
     async with MegaMCPClient(host.url, host.admin_token) as client:
         rec = await client.register(bundle_dir)
         m = rec.mcp_id
