@@ -161,7 +161,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _stdio(args: argparse.Namespace) -> int:
     from weft_megamcp import stdio_bridge
 
-    return int(stdio_bridge.main_stdio(args.url, args.token) or 0)
+    return int(stdio_bridge.main_stdio(args.url, args.token, args.connect_within) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -216,8 +216,17 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser(
         "stdio", help="bridge one session to stdio for harnesses that only speak stdio"
     )
-    st.add_argument("--url", required=True)
-    st.add_argument("--token", required=True)
+    st.add_argument("--url", required=True, help="the session's MCP URL (…/mcp)")
+    st.add_argument(
+        "--token", help="the session's bearer token (default $WEFT_MEGAMCP_SESSION_TOKEN)"
+    )
+    st.add_argument(
+        "--connect-within",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="keep retrying a host that is not reachable yet this long (default 60)",
+    )
     st.set_defaults(fn=_stdio)
     return p
 

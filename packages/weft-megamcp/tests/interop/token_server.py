@@ -1,6 +1,6 @@
 """A plain fastmcp server over streamable HTTP on 127.0.0.1 behind a bearer-token check.
 
-usage: python token_server.py TOKEN      (prints "PORT <n>" on stdout once listening)
+usage: python token_server.py TOKEN [PORT]   (prints "PORT <n>" on stdout once listening)
 
 Used by the stdio-bridge and legacy-interop tests as a stand-in upstream that is not MegaMCP, so
 those tests pin the protocol behaviour of the current stack itself.
@@ -64,10 +64,11 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
-def main(token: str) -> None:
+def main(token: str, port: int = 0) -> None:
     app = make_server().http_app(path="/mcp")
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(BearerGuard(app, token), log_level="warning", lifespan="on")
@@ -75,4 +76,4 @@ def main(token: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)
