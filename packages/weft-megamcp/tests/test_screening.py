@@ -181,6 +181,65 @@ def test_closure_state_in_server_factory_is_caught() -> None:
     assert rules["closure-state-write"] is Severity.ERROR
 
 
+def test_state_of_a_helper_called_per_request_is_not_shared() -> None:
+    # The owner of the closure state is not a server factory (it registers nothing), so its
+    # locals are fresh on every call: nested writes to them share nothing between sessions.
+    assert (
+        _rules(
+            """
+        from fastmcp import FastMCP
+
+        mcp = FastMCP("x")
+
+        def summarize(items: list[int]) -> dict[str, int]:
+            total = 0
+            seen = {}
+
+            def add(x: int) -> None:
+                nonlocal total
+                total += x
+                seen[x] = seen.get(x, 0) + 1
+
+            for i in items:
+                add(i)
+            return {"total": total, "distinct": len(seen)}
+
+        @mcp.tool
+        def stats(items: list[int]) -> dict[str, int]:
+            counts = []
+
+            def note(n: int) -> None:
+                counts.append(n)
+
+            note(len(items))
+            return summarize(items)
+        """
+        )
+        == {}
+    )
+
+
+def test_factory_registering_tools_by_call_is_still_a_factory() -> None:
+    rules = _rules(
+        """
+        from fastmcp import FastMCP
+
+        def create_server():
+            mcp = FastMCP("x")
+            hits = 0
+
+            def hit() -> int:
+                nonlocal hits
+                hits += 1
+                return hits
+
+            mcp.add_tool(hit)
+            return mcp
+        """
+    )
+    assert rules["closure-state-write"] is Severity.ERROR
+
+
 def test_local_containers_are_not_findings() -> None:
     assert (
         _rules(

@@ -221,6 +221,49 @@ class _Scope:
     globals_declared: set[str] = field(default_factory=set)
     nonlocals_declared: set[str] = field(default_factory=set)
     uses_binding: bool = False
+    # A function that registers tools/routes is a server factory: it runs once per server
+    # instance, so its locals outlive a call and every session shares them. Any other function's
+    # locals are fresh per call, and a nested helper writing them shares nothing.
+    registers_handlers: bool = False
+
+
+# Decorators and calls that register a handler with an MCP server or a web app.
+_REGISTERING = {
+    "tool",
+    "resource",
+    "prompt",
+    "route",
+    "api_route",
+    "websocket",
+    "get",
+    "post",
+    "put",
+    "patch",
+    "delete",
+    "add_tool",
+    "add_resource",
+    "add_prompt",
+    "add_route",
+    "add_api_route",
+    "add_websocket_route",
+    "include_router",
+    "mount",
+}
+
+
+def _registers(node: ast.AST) -> bool:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return any(
+            _last_name(d.func if isinstance(d, ast.Call) else d) in _REGISTERING
+            for d in node.decorator_list
+        )
+    return isinstance(node, ast.Call) and _last_name(node.func) in _REGISTERING
+
+
+def _last_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _collect_scope(kind: str, name: str, node: ast.AST, body: Sequence[ast.AST]) -> _Scope:
@@ -231,6 +274,8 @@ def _collect_scope(kind: str, name: str, node: ast.AST, body: Sequence[ast.AST])
             if arg is not None:
                 scope.locals.add(arg.arg)
     for sub in _own_nodes(body):
+        if kind == "function" and _registers(sub):
+            scope.registers_handlers = True
         if isinstance(sub, ast.Global):
             scope.globals_declared.update(sub.names)
         elif isinstance(sub, ast.Nonlocal):
@@ -371,7 +416,16 @@ class _Screener(ast.NodeVisitor):
             return None
         return owner if name in owner.mutables else None
 
+    def _factory_owned(self, name: str) -> bool:
+        """Whether the nearest enclosing function owning `name` is a server factory."""
+        for scope in reversed(self.scopes):
+            if scope.kind == "function" and name in scope.locals:
+                return scope.registers_handlers
+        return False
+
     def report_shared_write(self, node: ast.AST, name: str, owner: _Scope, how: str) -> None:
+        if owner.kind == "function" and not owner.registers_handlers:
+            return  # a helper's local, fresh on every call of the helper: nothing is shared
         if owner.kind == "module":
             if name in self.released:
                 self.add(
@@ -445,12 +499,13 @@ class _Screener(ast.NodeVisitor):
                     f"{node.name!r} declares `global {n}` and rebinds module state shared by "
                     "all sessions in the process",
                 )
-        if scope.nonlocals_declared and self.in_function:
+        shared = {n for n in scope.nonlocals_declared if self._factory_owned(n)}
+        if shared and self.in_function:
             self.add(
                 node,
                 "closure-state-write",
                 Severity.ERROR,
-                f"{node.name!r} rebinds `nonlocal {', '.join(sorted(scope.nonlocals_declared))}`, "
+                f"{node.name!r} rebinds `nonlocal {', '.join(sorted(shared))}`, "
                 "state of the server factory shared by every session",
             )
         self.scopes.append(scope)
