@@ -217,3 +217,21 @@ async def test_successful_results_hide_host_paths(
     assert data_dir not in res.text and data_dir not in str(res.structured)
     assert res.structured["workspace"] == "/"  # the agent's own workspace root, as it names it
     assert res.structured["note"] == "see /api/v1/docs"  # ordinary data is left alone
+
+
+async def test_unsendable_text_is_refused_and_the_session_client_survives(
+    client: MegaMCPClient, group: GroupHandle, notes: MCPRecord
+):
+    from weft_megamcp.exceptions import MegaMCPUserError
+
+    args = {"name": "Ada", "email": "ada@example.org", "tags": ["ok", "bad\ud800"]}
+    with pytest.raises(MegaMCPUserError, match=r"add_contact arguments\.tags\[1\].*UTF-8"):
+        await client.call_tool(group, notes.mcp_id, "add_contact", args)
+    assert not (await client.call_tool(group, notes.mcp_id, "list_contacts", {})).is_error
+    # The transport itself dies on such text (fastmcp closes the connection); a client broken
+    # that way, or by any lost connection, reconnects on the next call instead of failing forever.
+    raw = await client._client(group.session(notes.mcp_id))
+    with pytest.raises(Exception):  # noqa: B017 - whatever the transport raises
+        await raw.call_tool("add_contact", {"name": "x\ud800", "email": "x@example.org"})
+    after = await client.call_tool(group, notes.mcp_id, "list_contacts", {})
+    assert not after.is_error

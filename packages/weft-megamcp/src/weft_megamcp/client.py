@@ -359,10 +359,17 @@ class MegaMCPClient:
 
     async def _client(self, session: SessionInfo) -> Client[Any]:
         client = self._sessions.get(session.session_id)
-        if client is not None:
+        if client is not None and client.is_connected():
             return client
         async with self._session_lock:
             client = self._sessions.get(session.session_id)
+            if client is not None and not client.is_connected():
+                # A connection lost mid-call (the host restarted, a transport error) is not
+                # the session's end: the next call reconnects instead of failing forever.
+                self._sessions.pop(session.session_id, None)
+                with contextlib.suppress(Exception):
+                    await client.__aexit__(None, None, None)  # type: ignore[no-untyped-call]
+                client = None
             if client is None:
                 client = self.session_client(session)
                 await client.__aenter__()  # type: ignore[no-untyped-call]
@@ -375,7 +382,12 @@ class MegaMCPClient:
     async def call_tool(
         self, group: GroupHandle, mcp_id: str, tool: str, arguments: dict[str, Any] | None = None
     ) -> CallResult:
-        """A real MCP tools/call over streamable HTTP with the session's bearer token."""
+        """A real MCP tools/call over streamable HTTP with the session's bearer token.
+
+        Arguments holding text that cannot be sent (a lone UTF-16 surrogate has no UTF-8 form)
+        are refused here with the argument's path, before they reach the transport.
+        """
+        _check_sendable(arguments or {}, f"{tool} arguments")
         client = await self._client(group.session(mcp_id))
         res = await client.call_tool(tool, arguments or {}, raise_on_error=False)
         content = [c.model_dump(mode="json", exclude_none=True) for c in res.content]
@@ -395,6 +407,24 @@ class MegaMCPClient:
         clients = {m: self.session_client(s) for m, s in group.sessions.items()}
         target: Any = next(iter(clients.values())) if len(clients) == 1 else ClientGroup(clients)
         return list(await MCPAdapter(target).list_tools())
+
+
+def _check_sendable(value: Any, where: str) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MegaMCPUserError(
+                f"{where}: text at position {exc.start} is not encodable as UTF-8 "
+                f"({exc.reason}); a JSON-RPC message cannot carry it"
+            ) from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_sendable(k, where)
+            _check_sendable(v, f"{where}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_sendable(v, f"{where}[{i}]")
 
 
 def langchain_mcp_adapter() -> Any:
