@@ -114,3 +114,24 @@ def test_a_bad_state_file_is_a_clear_user_error(helpdesk_bundle: Path, tmp_path:
     with pytest.raises(EnvSynthUserError, match="not a readable JSON"):
         import_state(helpdesk_bundle, bad, db_path=db, workspace=ws)
     json.loads("{}")
+
+
+def test_a_documents_one_top_folder_is_the_workspace_root(
+    helpdesk_bundle: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    db, ws = _session(helpdesk_bundle, tmp_path / "one")
+    doc = {
+        "workspace": {"type": "directory", "contents": {"a.txt": {"type": "file", "content": "A"}}}
+    }
+    import_state(helpdesk_bundle, doc, db_path=db, workspace=ws)
+    assert (ws / "a.txt").read_text() == "A" and not (ws / "workspace").exists()
+    # Two top nodes are named entries of the root, not roots.
+    db, ws = _session(helpdesk_bundle, tmp_path / "two")
+    doc = {
+        "src": {"type": "directory", "contents": {"m.py": {"type": "file", "content": "x"}}},
+        "notes.txt": {"type": "file", "content": "n"},
+    }
+    import_state(helpdesk_bundle, doc, db_path=db, workspace=ws)
+    assert (ws / "src" / "m.py").read_text() == "x" and (ws / "notes.txt").read_text() == "n"

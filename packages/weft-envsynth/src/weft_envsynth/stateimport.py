@@ -7,7 +7,9 @@ or list of objects under a field that names another entity becomes that entity's
 the parent through the child's foreign key. A value shaped like a file tree
 (`{"name": {"type": "directory", "contents": {...}}}`, `{"type": "file", "content": "..."}`) or a
 `files` object (`{"path": "text"}`) becomes workspace files. A single top folder is the
-workspace root itself (`{"workspace": {"type": "directory", ...}}` fills the workspace).
+workspace root itself, whether the document's only file-tree key holds it
+(`{"workspace": {"type": "directory", ...}}`) or a tree does (`{"tree": {"root": {...}}}`): its
+contents fill the workspace. Two or more top nodes keep their names as folders and files.
 A `repository` object (`{"branch", "message", "author", "email", "date"}`, strings) says how the
 imported files are checked in, for bundles with version-control tools (`vcssem`): the first
 commit of the session repository carries them (table `weft_vcs_baseline`).
@@ -310,6 +312,8 @@ class _Importer:
         )
 
     def run(self, document: dict[str, Any]) -> StateImportReport:
+        top_nodes = [v for v in document.values() if _is_node(v)]
+        sole_top_folder = len(top_nodes) == 1 and not any(_is_tree(v) for v in document.values())
         for key, value in document.items():
             where = str(key)
             if key == "repository" and isinstance(value, dict) and "message" in value:
@@ -333,7 +337,11 @@ class _Importer:
                     self.write_tree(value, Path("."), where)
                 continue
             if _is_node(value):
-                self.write_tree({key: value}, Path("."), "")
+                if value.get("type") == "directory" and sole_top_folder:
+                    # The document's one top folder is the root, as inside a tree value above.
+                    self.write_tree(value.get("contents") or {}, Path("."), where)
+                else:
+                    self.write_tree({key: value}, Path("."), "")
                 continue
             kind = self.kinds.get(key) or self.kinds.get(_norm(key))
             if kind is not None:
