@@ -364,3 +364,71 @@ def test_graph_with_route_code_records_it_in_validation_json(
         _serve_call(bundle, "update_ticket", {"ticket_id": "TIC-0002", "priority": "urgent"})
     )
     assert not res.is_error and res.structured_content["ticket"]["priority"] == "urgent"
+
+
+def _run_on_seed(
+    work: Path, source: str, args: dict[str, Any]
+) -> tuple[dict[str, Any] | str, list[Any]]:
+    """Run route code on a copy of the bundle's seed DB: (result or error text, ticket keys)."""
+    import shutil
+    import sys
+
+    import sqlalchemy as sa
+    from sqlmodel import Session
+
+    from weft_envsynth._templates.codert import run_route
+
+    server_mod = import_bundle(work)
+    models = sys.modules[server_mod.__name__.rsplit(".", 1)[0] + ".models"]
+    db = work.parent / "direct.sqlite"
+    shutil.copyfile(work / "seed.sqlite", db)
+    engine = sa.create_engine(f"sqlite:///{db}", poolclass=sa.pool.NullPool)
+    try:
+        with Session(engine) as session:
+            try:
+                out: dict[str, Any] | str = run_route(
+                    load_route("t", source), args, session, models
+                )
+            except Exception as exc:
+                out = f"{getattr(exc, 'code', '')}: {getattr(exc, 'message', exc)}"
+        with engine.connect() as conn:
+            keys = [r[0] for r in conn.exec_driver_sql("SELECT ticket_id FROM ticket")]
+    finally:
+        engine.dispose()
+        unload_bundle(server_mod)
+    return out, keys
+
+
+def test_route_code_runs_in_one_transaction_under_a_time_limit(
+    tmp_path: Path,
+    helpdesk_spec: MCPSpec,
+    products: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WEFT_ENVSYNTH_CODE_TIME_LIMIT_S", "0.2")
+    work = _work(tmp_path, helpdesk_spec, products)
+    insert = 'row = db.insert("ticket", {"subject": "x", "customer_id": "CUS-0001"})\n'
+    ok, keys = _run_on_seed(work, f"def route(args, db):\n    {insert}    return row\n", {})
+    assert isinstance(ok, dict) and ok["ticket_id"] in keys
+    # a route that fails after writing leaves nothing behind (each run starts from the seed)
+    before = len(keys) - 1
+    err, keys = _run_on_seed(
+        work, f"def route(args, db):\n    {insert}    fail('conflict', 'no')\n", {}
+    )
+    assert err == "conflict: no" and len(keys) == before
+    err, keys = _run_on_seed(work, f"def route(args, db):\n    {insert}    return {{}}['x']\n", {})
+    assert str(err).startswith("internal_error: route code failed at line 3")
+    assert "KeyError" in str(err) and len(keys) == before
+    # `except Exception` cannot swallow the time limit
+    looping = (
+        "def route(args, db):\n    while True:\n        try:\n            db.get('ticket', 'x')\n"
+        "        except Exception:\n            pass\n"
+    )
+    err, _ = _run_on_seed(work, looping, {})
+    assert str(err).startswith("internal_error: route code ran past its 0.2 s time limit")
+    # a C-level loop the time limit cannot interrupt is refused by size
+    err, _ = _run_on_seed(work, "def route(args, db):\n    return {'n': sum(range(10**12))}\n", {})
+    assert "range of 1000000000000 items" in str(err)
+    # results are JSON; something else is an error
+    err, _ = _run_on_seed(work, "def route(args, db):\n    return [1]\n", {})
+    assert err == "internal_error: route code returned list, not a dict"
