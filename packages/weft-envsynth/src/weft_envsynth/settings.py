@@ -39,7 +39,8 @@ class EnvSynthSettings(BaseSettings):
     code_time_limit_s: float = Field(
         default=2.0,
         gt=0,
-        description="Time limit of one call of model-written route code (read by bundles too).",
+        description="CPU-time limit of one call of model-written route code (read by bundles "
+        "too; wall time is limited to 10x, at least 30 s).",
     )
     format_code: bool = Field(
         default=True, description="ruff-format generated sources when ruff is installed."

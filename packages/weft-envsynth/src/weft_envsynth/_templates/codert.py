@@ -27,19 +27,10 @@ from sqlmodel import Session, SQLModel, select
 
 from .runtime import ToolFailure, row_dict
 
+# Pure modules only. Not `string` (Formatter.get_field reads any attribute path, underscores
+# included) nor `functools`/`operator` (update_wrapper and attrgetter read attributes by name).
 ALLOWED_IMPORTS = frozenset(
-    {
-        "collections",
-        "datetime",
-        "decimal",
-        "functools",
-        "itertools",
-        "json",
-        "math",
-        "re",
-        "statistics",
-        "string",
-    }
+    {"collections", "datetime", "decimal", "itertools", "json", "math", "re", "statistics"}
 )
 # Attributes that lead from an ordinary object back to frames, code or real module globals.
 _DENIED_ATTRIBUTES = frozenset(
@@ -374,10 +365,14 @@ def run_route(
     code = route.__code__
     filename = code.co_filename
     lines: list[str] = getattr(route, "source_lines", [])
-    deadline = time.monotonic() + _time_limit()
+    # The limit is on the thread's CPU time, so a starved process (a loaded machine) does not
+    # fail correct code; a wall-clock backstop catches code that only waits.
+    limit = _time_limit()
+    cpu_deadline = time.thread_time() + limit
+    wall_deadline = time.monotonic() + max(10 * limit, 30.0)
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
-        if time.monotonic() > deadline:
+        if time.thread_time() > cpu_deadline or time.monotonic() > wall_deadline:
             raise RouteTimeout
         return local
 
@@ -392,8 +387,7 @@ def run_route(
         session.rollback()
         raise ToolFailure(
             "internal_error",
-            f"route code ran past its {_time_limit():g} s time limit"
-            + _where(exc, filename, lines),
+            f"route code ran past its {limit:g} s time limit" + _where(exc, filename, lines),
             500,
         ) from None
     except (ToolFailure, SQLAlchemyError):
