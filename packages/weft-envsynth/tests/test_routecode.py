@@ -182,6 +182,12 @@ def test_extract_code_takes_the_fenced_block() -> None:
         ("def route(args, db):\n    try:\n        return {}\n    except:\n        pass\n", "bare"),
         ("def handler(args, db):\n    return {}\n", "defines no function route(args, db)"),
         ("import os\n", "import of 'os'"),
+        (
+            "def route(args, db):\n    try:\n        fail('x', 'y')\n    except Exception as e:\n"
+            "        match e:\n            case Exception(__traceback__=tb):\n"
+            "                return {'tb': tb}\n",
+            "class pattern on a private attribute",
+        ),
         # string.Formatter().get_field("0.__globals__", ...) would read any attribute path
         ("import string\ndef route(args, db):\n    return {}\n", "import of 'string'"),
         (

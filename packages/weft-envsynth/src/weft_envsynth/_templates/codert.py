@@ -135,6 +135,11 @@ def _refusal(tree: ast.AST) -> tuple[int, str] | None:
             node.attr.startswith("_") or node.attr in _DENIED_ATTRIBUTES
         ):
             return line, f"attribute {node.attr!r} is not allowed"
+        elif isinstance(node, ast.MatchClass) and any(
+            a.startswith("_") or a in _DENIED_ATTRIBUTES for a in node.kwd_attrs
+        ):
+            # `case Exception(__traceback__=tb)` reads an attribute without an ast.Attribute
+            return line, "a class pattern on a private attribute is not allowed"
         elif isinstance(node, ast.Name) and node.id.startswith("__"):
             return line, f"name {node.id!r} is not allowed"
         elif isinstance(node, ast.ExceptHandler) and node.type is None:
