@@ -268,7 +268,7 @@ def test_wrong_code_is_caught_and_revised_from_the_evidence(
     products: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("WEFT_ENVSYNTH_CODE_TIME_LIMIT_S", "0.2")
+    monkeypatch.setenv("WEFT_ENVSYNTH_CODE_TIME_LIMIT_S", "0.5")
     wrong, shown = WRONG_UPDATE[kind]
     work = _work(tmp_path, helpdesk_spec, products)
     code = CodeModel({"update_ticket": [wrong, UPDATE_TICKET]})
@@ -319,7 +319,7 @@ def test_code_that_never_passes_leaves_the_planned_route_with_the_reason(
     assert "no code passed in 2 attempt(s)" in out.reason and "status" in out.reason
     assert out.source == wrong.strip() + "\n"
     assert plan.route("update_ticket").code is None
-    assert not (work / "routes_code").exists()
+    assert not (work / "routes_code").exists() and not (work / "codert.py").exists()
     assert "load_route(" not in (work / "server.py").read_text(encoding="utf-8")
     assert any("update_ticket keeps its planned route" in n for n in notes)
     # the planned route is what the bundle serves
@@ -417,7 +417,7 @@ def test_route_code_runs_in_one_transaction_under_a_time_limit(
     products: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("WEFT_ENVSYNTH_CODE_TIME_LIMIT_S", "0.2")
+    monkeypatch.setenv("WEFT_ENVSYNTH_CODE_TIME_LIMIT_S", "0.5")
     work = _work(tmp_path, helpdesk_spec, products)
     insert = 'row = db.insert("ticket", {"subject": "x", "customer_id": "CUS-0001"})\n'
     ok, keys = _run_on_seed(work, f"def route(args, db):\n    {insert}    return row\n", {})
@@ -437,7 +437,7 @@ def test_route_code_runs_in_one_transaction_under_a_time_limit(
         "        except Exception:\n            pass\n"
     )
     err, _ = _run_on_seed(work, looping, {})
-    assert str(err).startswith("internal_error: route code ran past its 0.2 s time limit")
+    assert str(err).startswith("internal_error: route code ran past its 0.5 s time limit")
     # a C-level loop the time limit cannot interrupt is refused by size
     err, _ = _run_on_seed(work, "def route(args, db):\n    return {'n': sum(range(10**12))}\n", {})
     assert "range of 1000000000000 items" in str(err)

@@ -651,7 +651,11 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from .vcsrt import vcs_tool  # noqa: F401",
         "from .graphrt import graph_tool  # noqa: F401",
         "from .fsrt import file_media, file_text  # noqa: F401",
-        "from .codert import load_route, run_route  # noqa: F401",
+        *(
+            ["from .codert import load_route, run_route"]
+            if any(r.code is not None for r in plan.routes)
+            else []
+        ),
         "from .runtime import (  # noqa: F401",
         "    BUNDLE_DIR,",
         "    ToolFailure,",

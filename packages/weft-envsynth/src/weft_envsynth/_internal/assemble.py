@@ -114,10 +114,12 @@ def write_server(
     work: Path, spec: MCPSpec, model: EntityModel, plan: BackendPlan, *, format_code: bool = True
 ) -> None:
     """server.py, the route-code runtime and the model-written route code the plan carries."""
-    (work / "codert.py").write_text(template_source("codert.py"), encoding="utf-8")
     code_dir = work / "routes_code"
     if code_dir.exists():
         shutil.rmtree(code_dir)
+    (work / "codert.py").unlink(missing_ok=True)
+    if any(r.code is not None for r in plan.routes):
+        (work / "codert.py").write_text(template_source("codert.py"), encoding="utf-8")
     for i, route in enumerate(plan.routes):
         if route.code is not None:
             path = work / code_file(route_path(i, route.tool))

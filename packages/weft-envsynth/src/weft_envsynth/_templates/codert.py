@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import configure_mappers
 from sqlmodel import Session, SQLModel, select
 
 from .runtime import ToolFailure, row_dict
@@ -373,6 +374,8 @@ def run_route(
     # The limit is on the thread's CPU time, so a starved process (a loaded machine) does not
     # fail correct code; a wall-clock backstop catches code that only waits.
     limit = _time_limit()
+    db = Tables(session, models)
+    configure_mappers()  # a new bundle's first query configures its classes: not the code's time
     cpu_deadline = time.thread_time() + limit
     wall_deadline = time.monotonic() + max(10 * limit, 30.0)
 
@@ -387,7 +390,7 @@ def run_route(
     previous = sys.gettrace()
     sys.settrace(calls)
     try:
-        result = route(dict(args), Tables(session, models))
+        result = route(dict(args), db)
     except RouteTimeout as exc:
         session.rollback()
         raise ToolFailure(
