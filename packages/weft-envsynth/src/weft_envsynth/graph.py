@@ -146,7 +146,7 @@ def backend_node(state: EnvSynthState, runtime: Runtime[EnvSynthContext]) -> dic
     if llm is not None and settings.route_code:
         from weft_envsynth.routecode import write_route_code
 
-        tools = {t for t in (only or {r.tool for r in plan.routes})} - set(state.programmatic_tools)
+        tools = set(only or {r.tool for r in plan.routes}) - set(state.programmatic_tools)
         plan, code_notes, outcomes = write_route_code(
             work,
             state.spec,
