@@ -322,6 +322,21 @@ def _render_route(
     head = [
         f"@router.post({path!r}, operation_id={fn!r})",
     ]
+    if route.code is not None:
+        # Route code the model wrote and validation passed (routecode): kept as text in the
+        # bundle, loaded in a restricted namespace, run with a time limit in one transaction.
+        code = f"CODE_{fn.upper()}"
+        return [
+            f"{code} = load_route({tool.name!r}, (BUNDLE_DIR / {code_file(path)!r}).read_text("
+            "encoding='utf-8'))",
+            "",
+            "",
+            *head,
+            f"def {fn}(body: {args_cls}, session: Session = Depends(db_session)) -> dict[str, Any]:",
+            "    " + _docstring(tool),
+            f"    return run_route({code}, body.model_dump(by_alias=True, exclude_none=True),"
+            " session, m)",
+        ]
     if op.startswith("file_"):
         head.append(f"def {fn}(body: {args_cls}) -> dict[str, Any]:")
         head.append("    " + _docstring(tool))
@@ -603,6 +618,16 @@ def _render_file_route(route: RoutePlan, arg: Any, tool: ToolSpec | None = None)
     return out
 
 
+def route_path(i: int, tool: str) -> str:
+    """The FastAPI path of the i-th route of a plan."""
+    return f"/tools/{i:03d}_{W.identifier(tool)}"
+
+
+def code_file(path: str) -> str:
+    """Where a route's model-written code is kept in the bundle (relative to its folder)."""
+    return "routes_code/" + path.rsplit("/", 1)[-1] + ".py"
+
+
 def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
     tools = {t.name: t for t in spec.tools}
     lines = [
@@ -626,7 +651,13 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from .vcsrt import vcs_tool  # noqa: F401",
         "from .graphrt import graph_tool  # noqa: F401",
         "from .fsrt import file_media, file_text  # noqa: F401",
+        *(
+            ["from .codert import load_route, run_route"]
+            if any(r.code is not None for r in plan.routes)
+            else []
+        ),
         "from .runtime import (  # noqa: F401",
+        "    BUNDLE_DIR,",
         "    ToolFailure,",
         "    build_mcp,",
         "    certified_tools,",
@@ -661,7 +692,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
             fn = f"{fn}_{i}"
         used_fns.add(fn)
         args_cls = W.class_name(route.tool) + "Args"
-        path = f"/tools/{i:03d}_{W.identifier(route.tool)}"
+        path = route_path(i, route.tool)
         lines += _render_args_model(tool, args_cls)
         lines += ["", ""]
         lines += _render_route(route, tool, model, fn, args_cls, path)

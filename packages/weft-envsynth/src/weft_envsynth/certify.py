@@ -128,6 +128,7 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
         "notes": state.notes,
         "tools": [t.model_dump(mode="json") for t in tools],
         "tool_semantics": tool_semantics(state),
+        "route_code": state.route_code,
         "rounds": [
             r.model_dump(mode="json")
             for r in [*state.history, *([state.report] if state.report else [])]

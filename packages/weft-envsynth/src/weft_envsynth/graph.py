@@ -142,11 +142,30 @@ def backend_node(state: EnvSynthState, runtime: Runtime[EnvSynthContext]) -> dic
             "notes": notes,
             "build_error": f"{type(exc).__name__}: {exc}"[:300],
         }
+    code: dict[str, dict[str, Any]] = {}
+    if llm is not None and settings.route_code:
+        from weft_envsynth.routecode import write_route_code
+
+        tools = set(only or {r.tool for r in plan.routes}) - set(state.programmatic_tools)
+        plan, code_notes, outcomes = write_route_code(
+            work,
+            state.spec,
+            state.entities,
+            state.contracts,
+            plan,
+            llm,
+            rounds=settings.route_code_rounds,
+            tools=tools,
+            format_code=settings.format_code,
+        )
+        notes += code_notes
+        code = {t: o.model_dump(mode="json") for t, o in outcomes.items()}
     return {
         "backend": plan,
         "notes": notes + seed_notes[:5],
         "schema_revision": head,
         "build_error": None,
+        **({"route_code": {**state.route_code, **code}} if code else {}),
     }
 
 

@@ -127,6 +127,11 @@ class RoutePlan(WeftModel):
         default_factory=list, description="Entities a whole-store read returns (analyze)."
     )
     commit: bool = Field(default=True, description="Whether the route commits its session.")
+    code: str | None = Field(
+        default=None,
+        description="Route code the model wrote (routecode) and validation passed: "
+        "`def route(args, db) -> dict`, served instead of the planned route.",
+    )
 
 
 class BackendPlan(WeftModel):

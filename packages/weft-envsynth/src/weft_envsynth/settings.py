@@ -28,6 +28,20 @@ class EnvSynthSettings(BaseSettings):
         "synthesis (the largest of the 2,120 real specs has 169 values; a 100,000-value enum "
         "took 561 s to synthesize).",
     )
+    route_code: bool = Field(
+        default=False,
+        description="With a model, the backend agent writes each database tool's route code "
+        "(routecode); code that passes validation is kept in the bundle and served.",
+    )
+    route_code_rounds: int = Field(
+        default=2, ge=0, le=10, description="Revisions of a tool's route code after its first."
+    )
+    code_time_limit_s: float = Field(
+        default=2.0,
+        gt=0,
+        description="CPU-time limit of one call of model-written route code (read by bundles "
+        "too; wall time is limited to 10x, at least 30 s).",
+    )
     format_code: bool = Field(
         default=True, description="ruff-format generated sources when ruff is installed."
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
@@ -83,6 +83,10 @@ class EnvSynthState(BaseModel):
     )
     next_revision: Revision | None = Field(
         default=None, description="Set by validate when another revision round will run."
+    )
+    route_code: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per tool, what became of the route code the model wrote (routecode).",
     )
     build_error: str | None = Field(
         default=None, description="Why writing the bundle sources failed."

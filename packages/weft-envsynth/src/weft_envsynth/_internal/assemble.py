@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from weft_core.models import ContractSet, EntityModel, MCPSpec, atomic_write_text
-from weft_envsynth.backend import render_server
+from weft_envsynth.backend import code_file, render_server, route_path
 from weft_envsynth.migrations import add_revision, upgrade_db, write_env
 from weft_envsynth.plans import BackendPlan, SeedPlan
 from weft_envsynth.schema import render_models
@@ -88,7 +88,7 @@ def write_sources(
     (work / "graphrt.py").write_text(template_source("graphrt.py"), encoding="utf-8")
     (work / "fsrt.py").write_text(template_source("fsrt.py"), encoding="utf-8")
     (work / "models.py").write_text(render_models(model, title=spec.name), encoding="utf-8")
-    (work / "server.py").write_text(render_server(spec, model, plan), encoding="utf-8")
+    write_server(work, spec, model, plan, format_code=False)
     if format_code:
         format_sources([work / "models.py", work / "server.py"])
     atomic_write_text(work / "spec.json", spec.to_json())
@@ -108,6 +108,26 @@ def write_sources(
     from weft_envsynth.migrations import head_revision
 
     return head_revision(mig) or "base"
+
+
+def write_server(
+    work: Path, spec: MCPSpec, model: EntityModel, plan: BackendPlan, *, format_code: bool = True
+) -> None:
+    """server.py, the route-code runtime and the model-written route code the plan carries."""
+    code_dir = work / "routes_code"
+    if code_dir.exists():
+        shutil.rmtree(code_dir)
+    (work / "codert.py").unlink(missing_ok=True)
+    if any(r.code is not None for r in plan.routes):
+        (work / "codert.py").write_text(template_source("codert.py"), encoding="utf-8")
+    for i, route in enumerate(plan.routes):
+        if route.code is not None:
+            path = work / code_file(route_path(i, route.tool))
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(route.code, encoding="utf-8")
+    (work / "server.py").write_text(render_server(spec, model, plan), encoding="utf-8")
+    if format_code:
+        format_sources([work / "server.py"])
 
 
 def build_seed(work: Path, plan: SeedPlan) -> tuple[Path, list[str]]:
