@@ -33,7 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from weft_core.llm import model_display_name
-from weft_core.models import Disclosure, TaskGraph
+from weft_core.models import Disclosure, TaskGraph, TaskInput
 from weft_tasks.views._llm_text import reply_field
 from weft_tasks.views.disclosure import format_value
 from weft_tasks.views.leaks import leak_problems
@@ -193,6 +193,28 @@ def words(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def input_keywords(graph: TaskGraph, inp: TaskInput) -> frozenset[str]:
+    """What a question may call an input: its name, its description, and the business object
+    (entity binding) and field its value belongs to."""
+    keys = set(words(inp.name) | words(inp.description))
+    for b in graph.bindings:
+        for fname, fvalue in b.value.items():
+            if inp.value is not None and fvalue == inp.value:
+                keys |= words(b.name) | words(b.entity) | words(fname)
+    return frozenset(keys)
+
+
+def later_keywords(graph: TaskGraph, order: list[str], index: int) -> list[frozenset[str]]:
+    """The keywords (never the values) of the inputs of turns after `index`: what lets the user
+    recognise a question about a later step, to which the answer is that they do not know."""
+    return [
+        input_keywords(graph, inp)
+        for nid in order[index + 1 :]
+        for inp in graph.node(nid).inputs
+        if inp.source != "upstream"
+    ]
+
+
 def user_facts(
     graph: TaskGraph, order: list[str], index: int, disclosure: Disclosure
 ) -> list[Fact]:
@@ -207,11 +229,7 @@ def user_facts(
         node = graph.node(order[pos])
         for inp in node.inputs:
             label = (inp.description or inp.name.replace("_", " ")).rstrip(".")
-            keys = set(words(inp.name) | words(inp.description))
-            for b in graph.bindings:
-                for fname, fvalue in b.value.items():
-                    if inp.value is not None and fvalue == inp.value:
-                        keys |= words(b.name) | words(b.entity) | words(fname)
+            keys = set(input_keywords(graph, inp))
             value: str | None = None
             pointer = ""
             if inp.source == "upstream":
@@ -250,6 +268,7 @@ class AnswerContext:
     forbidden: list[str]
     heard: list[str] = field(default_factory=list)
     asked: int = 0
+    later: list[frozenset[str]] = field(default_factory=list)
 
     @property
     def context_words(self) -> frozenset[str]:
@@ -289,15 +308,19 @@ class Answerer(Protocol):
     async def answer(self, ctx: AnswerContext) -> Answer: ...
 
 
-def match_facts(question: str, facts: list[Fact]) -> list[Fact]:
-    """The facts a question asks about: most shared content words, a word shared by fewer facts
+def match_facts(
+    question: str, facts: list[Fact], later: list[frozenset[str]] | None = None
+) -> list[Fact]:
+    """The facts a question asks about: most shared content words, a word shared by fewer inputs
     counting more (so "customer name" picks the name, not every customer value), a value the
-    question names counting most. Ties are all returned."""
+    question names counting most. Ties are all returned. The inputs of later turns (`later`,
+    keywords only) compete too: when one of them fits the question better ("which tier?" before
+    the upgrade turn), no fact is returned, rather than a known value that merely shares a word."""
     asked = words(question)
     low = question.lower()
     spread: dict[str, int] = {}
-    for f in facts:
-        for w in f.keywords:
+    for keys in [*(f.keywords for f in facts), *(later or [])]:
+        for w in keys:
             spread[w] = spread.get(w, 0) + 1
     scored: list[tuple[float, Fact]] = []
     for f in facts:
@@ -309,6 +332,8 @@ def match_facts(question: str, facts: list[Fact]) -> list[Fact]:
     if not scored:
         return []
     best = max(s for s, _ in scored)
+    if any(sum(1.0 / spread[w] for w in asked & keys) > best + 1e-9 for keys in later or []):
+        return []
     return [f for s, f in scored if math.isclose(s, best)]
 
 
@@ -331,7 +356,7 @@ def programmatic_answer(ctx: AnswerContext) -> Answer:
     """The rule-based answer (see the module docstring); also the LLM answerer's fallback."""
     persona = ctx.turn.persona
     q = ctx.question
-    matched = match_facts(q.text, ctx.facts)
+    matched = match_facts(q.text, ctx.facts, ctx.later)
     with_value = [f for f in matched if f.value is not None]
     names = tuple(f.name for f in with_value)
     if q.kind == "confirmation":

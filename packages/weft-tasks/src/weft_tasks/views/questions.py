@@ -8,7 +8,8 @@ The rules look only at what the reply says to the user:
   the …", "let me know which …", "I need the … to continue", "can you confirm …");
 - courtesy offers ("anything else?", "let me know if you need …", "what would you like next?")
   close a turn rather than ask, and so does an offer of more work after the reply reports what
-  it did ("Done. Shall I also …?"): the work asked for is finished;
+  it did ("Done. Shall I also …?"): the work asked for is finished (a confirmation about the
+  work itself — "I found two accounts. Shall I use the first?" — still asks);
 - what is asked: a value ("what / which / who … ?", "please provide the …"), a confirmation
   ("shall I …?", "do you want me to …?", "is that correct?"), or another clarification.
 
@@ -58,6 +59,9 @@ _REPORT = re.compile(
     r"successfully|has been|have been|i(?:'ve| have))\b"
 )
 
+# Words that offer work beyond what was asked.
+_MORE = re.compile(r"\b(also|additionally|as well|too|further|another|other|more)\b")
+
 
 @dataclass(frozen=True)
 class Question:
@@ -92,8 +96,9 @@ def read_reply(text: str | None) -> Question | None:
     value = any(_VALUE.search(s.lower()) for s in asking)
     if confirmation and not value:
         reported = [s for s in sentences if s not in asking and _REPORT.search(s.lower())]
-        if reported:
-            # "I opened ticket 7. Shall I also notify the customer?": an offer after the work.
+        if reported and _MORE.search(low):
+            # "I opened ticket 7. Shall I also notify the customer?": an offer after the work
+            # ("I found two accounts. Shall I use the first?" still asks about the work).
             return None
         return Question(kind="confirmation", text=" ".join(asking))
     if value:

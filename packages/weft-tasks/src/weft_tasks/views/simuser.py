@@ -31,6 +31,7 @@ from weft_tasks.views.answers import (
     AnswerContext,
     Answerer,
     ProgrammaticAnswerer,
+    later_keywords,
     user_facts,
 )
 from weft_tasks.views.disclosure import (
@@ -327,6 +328,7 @@ class SimUser:
             forbidden=sorted(v for v in later if len(v) >= 3 and v.lower() not in known),
             heard=heard,
             asked=sum(1 for e in self.exchanges if e.turn == index),
+            later=later_keywords(self.graph, self.order, index),
         )
 
     async def respond(self, reply: str | None) -> str | None:
