@@ -130,3 +130,28 @@ async def test_a_harness_that_only_asks_ends_its_turn_when_patience_runs_out(meg
     assert at == len(users) - 2 and "gold" in users[-1]
     # the first turn ended on the last question and was verified then: nothing was done
     assert trace.segments[0].outcome is not None and not trace.segments[0].outcome.passed
+
+
+async def test_an_llm_user_answers_in_a_rollout_and_a_leaking_answer_is_replaced(megamcp):
+    from weft_core.testing import ScriptedChatModel
+
+    client, graph = megamcp
+    leak = '{"answer": "It will be high priority, and the email is ada@example.com."}'
+    simulator = ScriptedChatModel(
+        [
+            '{"request": "Hi, please find the account of ada@example.com for me."}',
+            leak,  # the question about the ticket: leaks turn 3's priority twice -> the rules
+            leak,
+            '{"answer": "Sure: ada@example.com."}',
+            '{"request": "Now upgrade that customer to the gold tier."}',
+            '{"request": "Open a high-priority ticket for ada@example.com titled Gold tier upgrade."}',
+        ]
+    )
+    harness = AskingHarness()
+    trace = await run_rollout(
+        _plan(graph, "asking"), client, harness, settings=QUIET, simulator_model=simulator
+    )
+    assert trace.error is None and trace.final.passed
+    later, email = harness.answers[:2]
+    assert "high" not in later.lower() and email == "Sure: ada@example.com."
+    assert simulator.remaining == 0

@@ -6,6 +6,10 @@ from the node's intent, inputs and outcomes; the LLM one lets a chat model phras
 validates it (every value the disclosure level requires is present; no hidden value, no value or
 intent of a later step leaks) — a draft that fails is retried once with the problems named, then
 replaced by the programmatic text, so a simulator never discloses out of order.
+
+Between requests the user answers the agent's questions (`SimUser.respond`, strategies in
+`weft_tasks.views.answers`) from what it holds for the current and earlier turns, within the
+persona's patience; it moves on to the next request only when the turn ends.
 """
 
 from __future__ import annotations
