@@ -210,3 +210,24 @@ async def test_a_failing_model_falls_back_to_the_rules(graph):
     answer = await sim.respond("What's the email?")
     assert "ada@example.com" in answer
     assert sim.exchanges[-1].answer.strategy == "programmatic-fallback"
+
+
+async def test_a_value_named_in_a_question_for_a_value_identifies_the_object(graph):
+    sim = await _at_turn(graph, 2)
+    answer = await sim.respond("What is the customer name for ada@example.com?")
+    assert "Ada Lovelace" in answer and "The customer email" not in answer
+    # in a confirmation the named value is what is confirmed
+    assert await sim.respond("Should I use ada@example.com?") == ANALYST.affirm
+
+
+def test_a_named_value_must_be_a_whole_distinctive_token():
+    from weft_tasks.views.answers import Fact, match_facts
+
+    stock = Fact("n1", "stock", "stock", "4", frozenset({"stock"}))
+    channel = Fact("n1", "channel", "ticket channel", "phone", frozenset({"channel", "ticket"}))
+    phone = Fact("n1", "phone", "customer phone", "555-0100", frozenset({"phone", "customer"}))
+    facts = [stock, channel, phone]
+    # "4" is not named by "247"; a bare word value ("phone") is the question's topic, not a name
+    assert match_facts("Should I use the order at 247 Main St?", facts, confirming=True) == []
+    assert match_facts("Should I call the customer by phone?", facts, confirming=True) == [phone]
+    assert match_facts("Should I set stock to 4?", facts, confirming=True) == [stock]

@@ -308,14 +308,29 @@ class Answerer(Protocol):
     async def answer(self, ctx: AnswerContext) -> Answer: ...
 
 
+def _names_value(value: str, question: str) -> bool:
+    """The question names this value: an identifier-like value or one of several words (a bare
+    word such as "phone" is as likely the question's topic as another input's value)."""
+    distinctive = bool(value_tokens(value)) or len(words(value)) >= 2
+    mentioned = re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", question) is not None
+    return distinctive and mentioned
+
+
 def match_facts(
-    question: str, facts: list[Fact], later: list[frozenset[str]] | None = None
+    question: str,
+    facts: list[Fact],
+    later: list[frozenset[str]] | None = None,
+    *,
+    confirming: bool = False,
 ) -> list[Fact]:
     """The facts a question asks about: most shared content words, a word shared by fewer inputs
-    counting more (so "customer name" picks the name, not every customer value), a value the
-    question names counting most. Ties are all returned. The inputs of later turns (`later`,
-    keywords only) compete too: when one of them fits the question better ("which tier?" before
-    the upgrade turn), no fact is returned, rather than a known value that merely shares a word."""
+    counting more (so "customer name" picks the name, not every customer value). Ties are all
+    returned. A value the question names is what a confirmation is about ("should I use
+    ORD-7?"), but in a question for a value it identifies the object asked about ("the id of
+    order ORD-7"): the agent has it already, so another match is preferred. The inputs of later
+    turns (`later`, keywords only) compete too: when one of them fits the question better ("which
+    tier?" before the upgrade turn), no fact is returned, rather than a known value that merely
+    shares a word."""
     asked = words(question)
     low = question.lower()
     spread: dict[str, int] = {}
@@ -323,14 +338,18 @@ def match_facts(
         for w in keys:
             spread[w] = spread.get(w, 0) + 1
     scored: list[tuple[float, Fact]] = []
+    named: list[Fact] = []
     for f in facts:
         score = sum(1.0 / spread[w] for w in asked & f.keywords)
-        if f.value is not None and len(f.value) >= 2 and f.value.lower() in low:
+        if f.value is not None and _names_value(f.value, low):
+            if not confirming:
+                named.append(f)
+                continue
             score += 2.0
         if score > 0:
             scored.append((score, f))
     if not scored:
-        return []
+        return named
     best = max(s for s, _ in scored)
     if any(sum(1.0 / spread[w] for w in asked & keys) > best + 1e-9 for keys in later or []):
         return []
@@ -356,7 +375,7 @@ def programmatic_answer(ctx: AnswerContext) -> Answer:
     """The rule-based answer (see the module docstring); also the LLM answerer's fallback."""
     persona = ctx.turn.persona
     q = ctx.question
-    matched = match_facts(q.text, ctx.facts, ctx.later)
+    matched = match_facts(q.text, ctx.facts, ctx.later, confirming=q.kind == "confirmation")
     with_value = [f for f in matched if f.value is not None]
     names = tuple(f.name for f in with_value)
     if q.kind == "confirmation":
