@@ -163,7 +163,10 @@ async def test_llm_answer_is_accepted_when_it_respects_the_facts(graph, scripted
     sim = await _at_turn(graph, 0, answerer=answerer)
     assert await sim.respond("What's the email?") == "Sure, it is ada@example.com."
     assert sim.exchanges[-1].answer.strategy == "llm"
-    assert model.remaining == 0
+    # the model is shown the current request and the user's facts, never a later turn's value
+    prompt = "\n".join(str(m.content) for m in model.prompts[0])
+    assert sim.turns[0].request in prompt and "ada@example.com" in prompt
+    assert not any(v in prompt for v in ("gold", "high", "Gold tier upgrade", "Ada Lovelace"))
 
 
 async def test_llm_answer_that_leaks_a_later_value_is_retried_then_replaced(graph, scripted):
@@ -231,3 +234,11 @@ def test_a_named_value_must_be_a_whole_distinctive_token():
     assert match_facts("Should I use the order at 247 Main St?", facts, confirming=True) == []
     assert match_facts("Should I call the customer by phone?", facts, confirming=True) == [phone]
     assert match_facts("Should I set stock to 4?", facts, confirming=True) == [stock]
+
+
+async def test_llm_answer_with_a_known_value_to_an_unmatched_question_is_rejected(graph, scripted):
+    off = AIMessage('{"answer": "It is ada@example.com."}')
+    answerer = LLMAnswerer(scripted([off, AIMessage('{"answer": "No clue, sorry."}')]))
+    sim = await _at_turn(graph, 0, answerer=answerer)
+    assert await sim.respond("Which tier should the customer get?") == "No clue, sorry."
+    assert answerer.log[0].rejected == ["It is ada@example.com."]

@@ -266,9 +266,15 @@ class AnswerContext:
     question: Question
     facts: list[Fact]
     forbidden: list[str]
+    # the user's requests, one per turn so far, then its answers: what the user has said
     heard: list[str] = field(default_factory=list)
     asked: int = 0
     later: list[frozenset[str]] = field(default_factory=list)
+
+    @property
+    def request(self) -> str:
+        """The current turn's request."""
+        return self.heard[self.turn.index] if len(self.heard) > self.turn.index else ""
 
     @property
     def context_words(self) -> frozenset[str]:
@@ -312,8 +318,7 @@ def _names_value(value: str, question: str) -> bool:
     """The question names this value: an identifier-like value or one of several words (a bare
     word such as "phone" is as likely the question's topic as another input's value)."""
     distinctive = bool(value_tokens(value)) or len(words(value)) >= 2
-    mentioned = re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", question) is not None
-    return distinctive and mentioned
+    return distinctive and _said(value, question)
 
 
 def match_facts(
@@ -409,7 +414,8 @@ def validate_answer(text: str, ctx: AnswerContext, expected: Answer | None = Non
     """Problems with a drafted answer, in words; empty when it respects the contract.
 
     `expected` is the programmatic answer: when it gives values, a draft must give one of them
-    (an LLM may phrase the answer, not withhold what the user knows)."""
+    (an LLM may phrase the answer, not withhold what the user knows); when it gives none, a draft
+    must not state a value the question does not name (it would answer another question)."""
     if not text.strip():
         return ["the answer is empty"]
     problems: list[str] = []
@@ -426,7 +432,17 @@ def validate_answer(text: str, ctx: AnswerContext, expected: Answer | None = Non
         values = [f.value for f in ctx.facts if f.name in expected.facts and f.value is not None]
         if values and not any(v.lower() in text.lower() for v in values):
             problems.append("it does not give the value asked for: " + ", ".join(values))
+    elif expected is not None:
+        # nothing the user holds answers the question: a value it holds would answer another one
+        asked = ctx.question.text.lower()
+        for f in ctx.facts:
+            if f.value and len(f.value) >= 3 and _said(f.value, text) and not _said(f.value, asked):
+                problems.append(f"it gives {f.value!r}, which the question does not ask for")
     return problems
+
+
+def _said(value: str, text: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", text.lower()) is not None
 
 
 class ProgrammaticAnswerer:
@@ -484,7 +500,7 @@ class LLMAnswerer:
                 _SYSTEM.format(role=persona.role, style=persona.style, verbosity=persona.verbosity)
             ),
             HumanMessage(
-                f"What you asked the assistant to do: {ctx.heard[-1] if ctx.heard else ''}\n"
+                f"What you asked the assistant to do: {ctx.request}\n"
                 f"The assistant asks: {ctx.question.text}\n"
                 "Facts you know:\n" + ("\n".join(known) or "(none)") + "\n"
                 f"A plain answer: {plain.text}"
