@@ -242,3 +242,31 @@ async def test_llm_answer_with_a_known_value_to_an_unmatched_question_is_rejecte
     sim = await _at_turn(graph, 0, answerer=answerer)
     assert await sim.respond("Which tier should the customer get?") == "No clue, sorry."
     assert answerer.log[0].rejected == ["It is ada@example.com."]
+
+
+def test_the_inputs_whole_name_decides_between_facts_of_one_object():
+    from weft_tasks.views.answers import Fact, match_facts
+
+    ticket = Fact("n1", "ticket_id", "ticket id", "TIC-1", frozenset({"ticket", "id", "face"}))
+    owner = Fact(
+        "n1", "employee_id", "employee id", "EMP-1", frozenset({"ticket", "employee", "id", "face"})
+    )
+    assert match_facts("What is the ticket id of ticket Face?", [ticket, owner]) == [ticket]
+
+
+async def test_equally_good_matches_from_two_turns_give_the_latest(graph):
+    from weft_core.models import TaskInput
+
+    n3 = graph.node("n3")
+    other = n3.model_copy(
+        update={
+            "inputs": [
+                TaskInput(name="customer_email", description="customer email", value="al@x.org"),
+                *n3.inputs[1:],
+            ]
+        }
+    )
+    changed = graph.model_copy(update={"nodes": [graph.node("n1"), graph.node("n2"), other]})
+    sim = await _at_turn(changed, 2)
+    answer = await sim.respond("What is the customer email?")
+    assert "al@x.org" in answer and "ada@example.com" not in answer

@@ -36,7 +36,7 @@ from weft_core.llm import model_display_name
 from weft_core.models import Disclosure, TaskGraph, TaskInput
 from weft_tasks.views._llm_text import reply_field
 from weft_tasks.views.disclosure import format_value
-from weft_tasks.views.leaks import leak_problems
+from weft_tasks.views.leaks import leak_problems, norm
 from weft_tasks.views.questions import Question, read_reply
 
 if TYPE_CHECKING:
@@ -221,8 +221,9 @@ def match_facts(
     confirming: bool = False,
 ) -> list[Fact]:
     """The facts a question asks about: most shared content words, a word shared by fewer inputs
-    counting more (so "customer name" picks the name, not every customer value). Ties are all
-    returned. A value the question names is what a confirmation is about ("should I use
+    counting more (so "customer name" picks the name, not every customer value), the input's
+    whole name counting one more. Ties within one turn are all returned; across turns, the
+    latest turn's. A value the question names is what a confirmation is about ("should I use
     ORD-7?"), but in a question for a value it identifies the object asked about ("the id of
     order ORD-7"): the agent has it already, so another match is preferred. The inputs of later
     turns (`later`, keywords only) compete too: when one of them fits the question better ("which
@@ -236,8 +237,12 @@ def match_facts(
             spread[w] = spread.get(w, 0) + 1
     scored: list[tuple[float, Fact]] = []
     named: list[Fact] = []
+    phrase = f" {norm(question)} "
     for f in facts:
         score = sum(1.0 / spread[w] for w in asked & f.keywords)
+        if f" {norm(f.name)} " in phrase:
+            # the input's own name, whole ("customer id", not "customer" and an "id" elsewhere)
+            score += 1.0
         if f.value is not None and _names_value(f.value, low):
             if not confirming:
                 named.append(f)
@@ -250,7 +255,10 @@ def match_facts(
     best = max(s for s, _ in scored)
     if any(sum(1.0 / spread[w] for w in asked & keys) > best + 1e-9 for keys in later or []):
         return []
-    return [f for s, f in scored if math.isclose(s, best)]
+    tied = [f for s, f in scored if math.isclose(s, best)]
+    # equally good matches from several turns: the agent is asking about the latest of them
+    # (facts are listed current turn first); several inputs of one turn are all given
+    return [f for f in tied if f.node_id == tied[0].node_id]
 
 
 def _state(facts: list[Fact], ctx: AnswerContext, *, framed: bool = True) -> str:
