@@ -240,8 +240,10 @@ def match_facts(
     phrase = f" {norm(question)} "
     for f in facts:
         score = sum(1.0 / spread[w] for w in asked & f.keywords)
-        if f" {norm(f.name)} " in phrase:
-            # the input's own name, whole ("customer id", not "customer" and an "id" elsewhere)
+        name = norm(f.name)
+        if " " in name and f" {name} " in phrase:
+            # the input's compound name, whole ("customer id", not "customer" and an "id"
+            # elsewhere); a one-word name is already one of the keywords
             score += 1.0
         if f.value is not None and _names_value(f.value, low):
             if not confirming:
