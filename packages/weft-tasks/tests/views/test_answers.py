@@ -252,6 +252,13 @@ def test_the_inputs_whole_name_decides_between_facts_of_one_object():
         "n1", "employee_id", "employee id", "EMP-1", frozenset({"ticket", "employee", "id", "face"})
     )
     assert match_facts("What is the ticket id of ticket Face?", [ticket, owner]) == [ticket]
+    # a one-word name is only a keyword: "path" must not outvote the "new path" input
+    path = Fact("n1", "path", "file path", "a.txt", frozenset({"file", "path"}))
+    new = [
+        Fact("n1", "destination", "new path", "b/a.txt", frozenset({"destination", "new", "path"}))
+    ]
+    others = [Fact("n0", f"x{i}", "new x", str(i), frozenset({"new", f"x{i}"})) for i in range(5)]
+    assert match_facts("What is the new path?", [path, *new, *others]) == new
 
 
 async def test_equally_good_matches_from_two_turns_give_the_latest(graph):
