@@ -1,7 +1,9 @@
 """The rollout runner (paper §3.1.3): many concurrent rollouts, each in its own MegaMCP session
 group created from the task's initial snapshots with the task's checks as the group's verifier.
 
-After every atomic-task turn the runner asks MegaMCP for that node's checkpoint outcome (the
+In SimUser mode a reply that asks the user something (a value, a confirmation) is answered by
+the simulated user and the turn goes on; a reply that asks nothing, or a question after the
+persona's patience ran out, ends the turn. After every atomic-task turn the runner asks MegaMCP for that node's checkpoint outcome (the
 verifier runs server-side, where the agent cannot reach it); after the episode it freezes the
 group, runs the final verification, fetches the ledger and builds one `Trace`: messages in OpenAI
 format, each tool call tied to its ledger entry, per-turn segments with outcomes. Infrastructure
@@ -45,7 +47,9 @@ from weft_tasks.rollout.plan import RolloutPlan
 from weft_tasks.rollout.settings import RolloutSettings
 from weft_tasks.rollout.sink import TraceSink
 from weft_tasks.views import (
+    LLMAnswerer,
     LLMRequestWriter,
+    ProgrammaticAnswerer,
     ProgrammaticRequestWriter,
     SimUser,
     build_view,
@@ -76,6 +80,14 @@ def _rollout_scoped(entry: Any, rollout_id: str) -> Any:
     )
 
 
+def _last_reply(transcript: list[ChatMessage]) -> str | None:
+    """The agent's reply that ended the step (what the simulated user reads), if any."""
+    last = transcript[-1] if transcript else None
+    if last is None or last.role != "assistant" or last.tool_calls:
+        return None
+    return last.content
+
+
 @dataclass
 class _Turn:
     node_ids: list[str]
@@ -103,7 +115,8 @@ async def _attempt(
         writer = (
             LLMRequestWriter(simulator_model) if simulator_model else ProgrammaticRequestWriter()
         )
-        sim = SimUser(graph, plan.disclosure, persona_of(view, graph, seed), writer)
+        answerer = LLMAnswerer(simulator_model) if simulator_model else ProgrammaticAnswerer()
+        sim = SimUser(graph, plan.disclosure, persona_of(view, graph, seed), writer, answerer)
         first_turn = await sim.next_request()
         assert first_turn is not None  # a graph has at least one node
         first = first_turn.request
@@ -131,6 +144,9 @@ async def _attempt(
                 return None  # agentic: one turn; checkpoints come from the ledger replay
             if len(turns) >= len(sim.turns):
                 return None  # a harness that keeps going after the episode ended
+            answer = await sim.respond(_last_reply(transcript))
+            if answer is not None:
+                return answer  # a question mid-turn: answered, the turn goes on unverified
             start = turns[-1].end if turns else 0
             node_id = sim.turns[len(turns)].node_id
             turn = _Turn(node_ids=[node_id], start=start, end=len(transcript))

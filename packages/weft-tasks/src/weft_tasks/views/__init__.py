@@ -4,12 +4,25 @@ levels, with objectives, dependencies, initial state, checks and MCP interfaces 
 from weft_tasks.views._errors import ViewError
 from weft_tasks.views._order import disclosure_order
 from weft_tasks.views.agentic import build_agentic_view, render_brief
+from weft_tasks.views.answers import (
+    Answer,
+    AnswerContext,
+    Answerer,
+    Fact,
+    LLMAnswerer,
+    ProgrammaticAnswerer,
+    programmatic_answer,
+    user_facts,
+    validate_answer,
+)
 from weft_tasks.views.build import build_view, view_label
 from weft_tasks.views.disclosure import disclose_inputs, hidden_values, required_values
 from weft_tasks.views.invariants import invariants_hash, task_invariants
 from weft_tasks.views.personas import PERSONAS, Persona, sample_persona
+from weft_tasks.views.questions import Question, read_reply
 from weft_tasks.views.simuser import (
     DisclosedTurn,
+    Exchange,
     LLMRequestWriter,
     ProgrammaticRequestWriter,
     RequestWriter,
@@ -24,10 +37,18 @@ from weft_tasks.views.simuser import (
 
 __all__ = [
     "PERSONAS",
+    "Answer",
+    "AnswerContext",
+    "Answerer",
     "DisclosedTurn",
+    "Exchange",
+    "Fact",
+    "LLMAnswerer",
     "LLMRequestWriter",
     "Persona",
+    "ProgrammaticAnswerer",
     "ProgrammaticRequestWriter",
+    "Question",
     "RequestWriter",
     "SimUser",
     "TurnContext",
@@ -41,11 +62,15 @@ __all__ = [
     "hidden_values",
     "invariants_hash",
     "persona_of",
+    "programmatic_answer",
+    "read_reply",
     "render_brief",
     "render_request",
     "required_values",
     "sample_persona",
     "task_invariants",
+    "user_facts",
+    "validate_answer",
     "validate_request",
     "view_label",
 ]

@@ -6,13 +6,15 @@ from the node's intent, inputs and outcomes; the LLM one lets a chat model phras
 validates it (every value the disclosure level requires is present; no hidden value, no value or
 intent of a later step leaks) — a draft that fails is retried once with the problems named, then
 replaced by the programmatic text, so a simulator never discloses out of order.
+
+Between requests the user answers the agent's questions (`SimUser.respond`, strategies in
+`weft_tasks.views.answers`) from what it holds for the current and earlier turns, within the
+persona's patience; it moves on to the next request only when the turn ends.
 """
 
 from __future__ import annotations
 
-import json
 import operator
-import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Protocol
 
@@ -26,14 +28,26 @@ from pydantic import BaseModel, Field
 
 from weft_core.llm import model_display_name
 from weft_core.models import Disclosure, TaskGraph, TaskNode, TaskView, ViewMode
+from weft_tasks.views._llm_text import reply_field
 from weft_tasks.views._order import disclosure_order
+from weft_tasks.views.answers import (
+    Answer,
+    AnswerContext,
+    Answerer,
+    ProgrammaticAnswerer,
+    later_keywords,
+    user_facts,
+)
 from weft_tasks.views.disclosure import (
     disclose_inputs,
+    format_value,
     hidden_values,
     intent_text,
     required_values,
 )
+from weft_tasks.views.leaks import leak_problems
 from weft_tasks.views.personas import PERSONAS, Persona, sample_persona
+from weft_tasks.views.questions import Question
 
 
 @dataclass(frozen=True)
@@ -112,18 +126,8 @@ def validate_request(text: str, ctx: TurnContext) -> list[str]:
     for value in ctx.required:
         if value.lower() not in low:
             problems.append(f"it drops the required value {value!r}")
-    for value in ctx.forbidden:
-        if value.lower() in low:
-            problems.append(f"it discloses {value!r}, which this turn must not reveal")
-    for intent in ctx.future_intents:
-        key = _norm(intent)
-        if len(key) >= 12 and key in _norm(text):
-            problems.append(f"it leaks a later request ({intent!r})")
+    problems += leak_problems(text, ctx.forbidden, ctx.future_intents)
     return problems
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
 class SimUserTurnState(BaseModel):
@@ -151,22 +155,7 @@ class SimUserContext:
 
 
 def _parse_request(content: Any) -> str:
-    text = (
-        content
-        if isinstance(content, str)
-        else "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content or [])
-    )
-    stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.strip("`").removeprefix("json").strip()
-    if stripped.startswith("{"):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError:
-            return text.strip()
-        if isinstance(data, dict) and isinstance(data.get("request"), str):
-            return str(data["request"]).strip()
-    return text.strip()
+    return reply_field(content, "request")
 
 
 async def draft_node(state: SimUserTurnState, runtime: Runtime[SimUserContext]) -> dict[str, Any]:
@@ -270,15 +259,28 @@ class DisclosedTurn:
 
 
 @dataclass
+class Exchange:
+    """One question the agent asked during a turn and the user's answer."""
+
+    turn: int
+    node_id: str
+    question: str
+    answer: Answer
+
+
+@dataclass
 class SimUser:
-    """Discloses the graph's atomic tasks one per turn, in stable topological order."""
+    """Discloses the graph's atomic tasks one per turn, in stable topological order, and answers
+    the agent's questions in between (`respond`)."""
 
     graph: TaskGraph
     disclosure: Disclosure
     persona: Persona
     writer: RequestWriter = field(default_factory=ProgrammaticRequestWriter)
+    answerer: Answerer = field(default_factory=ProgrammaticAnswerer)
     order: list[str] = field(init=False)
     turns: list[DisclosedTurn] = field(init=False, default_factory=list)
+    exchanges: list[Exchange] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.order = disclosure_order(self.graph)
@@ -308,6 +310,51 @@ class SimUser:
             future_intents=[self.graph.node(n).intent for n in self.order[index + 1 :]],
             template=render_request(self.graph, node, index, self.persona, self.disclosure),
         )
+
+    def answer_context(self, question: Question) -> AnswerContext:
+        """What the user may say about `question` during the current (last disclosed) turn."""
+        index = len(self.turns) - 1
+        turn = self.context(index)
+        facts = user_facts(self.graph, self.order, index, self.disclosure)
+        known = {f.value.lower() for f in facts if f.value is not None}
+        later: set[str] = set(turn.forbidden)
+        for nid in self.order[index + 1 :]:
+            later.update(
+                format_value(i.value) for i in self.graph.node(nid).inputs if i.value is not None
+            )
+        heard = [t.request for t in self.turns]
+        heard += [e.answer.text for e in self.exchanges]
+        return AnswerContext(
+            turn=turn,
+            question=question,
+            facts=facts,
+            # a value of a later turn the user already holds now may be said; nothing else
+            forbidden=sorted(v for v in later if len(v) >= 3 and v.lower() not in known),
+            heard=heard,
+            asked=sum(1 for e in self.exchanges if e.turn == index),
+            later=later_keywords(self.graph, self.order, index),
+        )
+
+    async def respond(self, reply: str | None) -> str | None:
+        """The user's answer to the agent's end-of-step `reply`, or None when the turn is over:
+        the reply asks nothing, or the user's patience ran out. After `persona.patience` answers
+        in one turn the user insists that the agent goes ahead; a question after that ends the
+        turn, so no agent can hold a turn open."""
+        if not self.turns:
+            return None
+        question = self.answerer.read(reply)
+        if question is None:
+            return None
+        index = len(self.turns) - 1
+        asked = [e for e in self.exchanges if e.turn == index]
+        if len(asked) >= self.persona.patience:
+            if any(e.answer.kind == "insist" for e in asked):
+                return None
+            answer = Answer(self.persona.insist, "insist", "persona")
+        else:
+            answer = await self.answerer.answer(self.answer_context(question))
+        self.exchanges.append(Exchange(index, self.turns[index].node_id, question.text, answer))
+        return answer.text
 
     @property
     def done(self) -> bool:
