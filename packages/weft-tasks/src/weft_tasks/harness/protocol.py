@@ -8,9 +8,12 @@ A harness is given three things and nothing else:
 2. the session group's MCP endpoints — one `MCPEndpoint` (streamable-HTTP URL + bearer token) per
    MCP, served by MegaMCP; a harness reaches tools ONLY through these, so every call is recorded in
    the ledger and verified server-side;
-3. a `TurnCallback` — called when the agent ends a turn (a final reply without tool calls) with
+3. a `TurnCallback` — called each time the agent stops to talk (a reply without tool calls) with
    the transcript so far in OpenAI chat format; it returns the next user message (SimUser mode) or
-   None when the episode is over (always None in agentic mode after the first turn).
+   None when the episode is over (always None in agentic mode after the first turn). In SimUser
+   mode that message is the simulated user's answer when the reply asked the user something (the
+   atomic-task turn goes on, unverified), else the next turn's request. A harness treats both the
+   same: one more user message.
 
 The harness owns its prompts, memory, planning loop, tool-call protocol and error recovery, and
 reports the full transcript (OpenAI format) in a `HarnessRun`. An external harness (OpenClaw,
@@ -80,7 +83,8 @@ class HarnessRun(BaseModel):
 
 
 TurnCallback = Callable[[list[ChatMessage]], Awaitable[str | None]]
-"""`await on_turn(transcript)` -> next user message, or None to end the episode."""
+"""`await on_turn(transcript)` -> next user message (an answer or the next request), or None to
+end the episode."""
 
 
 @runtime_checkable
