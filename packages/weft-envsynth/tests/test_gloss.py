@@ -42,6 +42,13 @@ def test_hostile_glosses_decide_nothing() -> None:
     # The description's verb acts on something the name does not name.
     assert glossed_write(_tool("shift_date", "Add days to a date"), ["shift", "date"]) is None
     assert glossed_write(_tool("append_row", "Add a business insight"), ["append", "row"]) is None
+    # Generated output is handed back, not kept ("Generate a summary of a report").
+    gen = _tool("report_summary", "Generates a summary of a report", {"id": {"type": "string"}})
+    assert glossed_write(gen, ["report", "summary"]) is None
+    # "Adds the tweet to bookmarks" given the tweet's id: an existing record put somewhere.
+    ids = {"tweet_id": {"type": "string"}, "folder_id": {"type": "string"}}
+    mark = _tool("bookmark_tweet", "Adds the tweet to bookmarks", ids)
+    assert glossed_write(mark, ["bookmark", "tweet"]) is None
     # A one-word name has no noun to match; an empty or verbless description glosses nothing.
     assert glossed_write(_tool("append", "Add an insight"), ["append"]) is None
     assert glossed_write(_tool("append_insight", ""), ["append", "insight"]) is None

@@ -21,8 +21,10 @@ _PREPOSITIONS = {
     "to", "in", "into", "on", "onto", "for", "from", "with", "by", "at", "within", "inside",
     "under", "as", "via", "using", "and", "or", "that", "which", "if", "when",
 }  # fmt: skip
+# "Generate a summary / an image / a report": produced for the caller, not a record kept (over the
+# toucan corpus every such gloss was a report, chart or media tool).
 _WRITE_OPS: dict[str, Operation] = {
-    **{v: "create" for v in W.CREATE_VERBS},
+    **{v: "create" for v in W.CREATE_VERBS - {"generate"}},
     **{v: "update" for v in W.UPDATE_VERBS},
     **{v: "delete" for v in W.DELETE_VERBS},
 }
@@ -74,9 +76,20 @@ def glossed_write(tool: ToolSpec, name_words: list[str]) -> tuple[Operation, str
     if gloss is None:
         return None
     head, nouns = name_words[0], {W.singular(w) for w in name_words[1:]}
-    if head in nouns or not nouns & gloss.nouns():
+    acted_on = nouns & gloss.nouns()
+    if head in nouns or not acted_on:
         return None
-    return _WRITE_OPS[gloss.verb], head
+    op = _WRITE_OPS[gloss.verb]
+    # "Adds the tweet to bookmarks" given a required `tweet_id`: the record exists already; it is
+    # put somewhere, not created.
+    if op == "create" and any(_id_of(a) in acted_on for a in tool.required):
+        return None
+    return op, head
+
+
+def _id_of(arg: str) -> str | None:
+    ws = W.split_words(arg)
+    return "_".join(W.singular(w) for w in ws[:-1]) if len(ws) >= 2 and ws[-1] == "id" else None
 
 
 def write_confirmation(tool: ToolSpec) -> str | None:

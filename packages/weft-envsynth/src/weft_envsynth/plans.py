@@ -144,7 +144,7 @@ class CheckRecord(WeftModel):
 
     tool: str
     name: str
-    kind: Literal["structural", "normal", "boundary", "query", "update"]
+    kind: Literal["structural", "normal", "boundary", "query", "update", "behaviour"]
     passed: bool
     category: IssueCategory | None = None
     detail: str = ""
