@@ -133,3 +133,28 @@ def test_documented_fields_from_the_output_schema_hostile_too() -> None:
     assert not _has_field({"items": [{"sla_due": 1}, {}]}, "sla_due", "ticket")
     assert not _has_field("sla_due", "sla_due", "ticket")
     assert re.match(r"^behaviour", "behaviour_documented_fields")
+
+
+def test_hostile_definitions_do_not_fail_a_correct_bundle(tmp_path: Path) -> None:
+    # A scraped limit typed as a string (`first: string`), and a read of one record of another
+    # kind filtered by the new id (`get_card(board_id)` on an empty board may rightly refuse).
+    def tool(name: str, props: dict[str, object], required: list[str]) -> ToolSpec:
+        schema = {"type": "object", "properties": props, "required": required}
+        return ToolSpec(name=name, description=name.replace("_", " "), input_schema=schema)
+
+    s = {"type": "string"}
+    spec = MCPSpec(
+        name="kanban",
+        tools=[
+            tool("create_board", {"title": s}, ["title"]),
+            tool("get_board", {"board_id": s}, ["board_id"]),
+            tool("list_boards", {"first": s}, []),
+            tool("create_card", {"board_id": s, "text": s}, ["board_id", "text"]),
+            tool("get_card", {"board_id": s}, ["board_id"]),
+        ],
+    )
+    report = _validate(tmp_path, spec)
+    probes = {(c.tool, c.name): c.passed for c in report.checks if c.kind == "behaviour"}
+    assert probes.get(("list_boards", "behaviour_finds_created")) is True, probes
+    assert ("get_card", "behaviour_accepts_created_id") not in probes
+    assert report.failing_tools() == {}

@@ -2,7 +2,7 @@
 across tools, not what one tool's contract says of itself.
 
 Per record kind that a tool creates: the new record is found by every read of that kind (by its
-key) and every listing or search whose filters it satisfies, and a read of another kind taking its
+key) and every listing or search whose filters it satisfies, and a listing of another kind taking its
 id accepts it; an update is visible to every read;
 a deleted record is refused by every read and gone from every listing; every tool that documents
 its output answers with the documented fields. A probe is recorded on the tool that broke the
@@ -16,6 +16,7 @@ from typing import Any
 from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.dbstate import diff_rows, same_row
+from weft_envsynth._internal.jsonschema import schema_type
 from weft_envsynth.analyze import id_argument_entity
 
 # Existing boundary checks that are behavioural promises too (unknown ids and references refused,
@@ -153,15 +154,23 @@ class BehaviourChecks:
         if args is None:
             return None, None
         total = len(self.state().get(ent.name, {}))
-        for m in fc.mappings:
-            if m.role == "option" and W.identifier(m.argument) in W.LIMIT_ARGS:
-                args[m.argument] = max(total, 1)
-        if total > 50 and not any(W.identifier(a) in W.LIMIT_ARGS for a in args):
-            return None, None  # a page that cannot reach every row proves nothing
+        # A page as large as the table where the limit takes a number (a scraped `first: string`
+        # does not); a page that cannot reach every row proves nothing.
+        limits = [
+            m.argument
+            for m in fc.mappings
+            if m.role == "option"
+            and W.identifier(m.argument) in W.LIMIT_ARGS
+            and schema_type(tool.properties.get(m.argument)) in {"integer", "number"}
+        ]
+        for a in limits:
+            args[a] = max(total, 1)
+        if total > 50 and not limits:
+            return None, None
         res = await self.call(tool.name, args)
         items = (res.data or {}).get("items") if not res.is_error else None
         if not isinstance(items, list):
-            return args, None
+            return None, None  # refused or not a page: the tool's own checks say why
         await self._documented(tool, res.data, ent.name)
         return args, [i.get(ent.key) if isinstance(i, dict) else None for i in items]
 
@@ -190,6 +199,8 @@ class BehaviourChecks:
             if args is None:
                 continue
             ok = keys is not None and key in keys
+            if keys is None:
+                continue
             self.record(
                 fc.tool, name, "behaviour", ok, "mapping",
                 "" if ok else f"{ent.name} {key!r} written by {writer} is not listed "
@@ -197,11 +208,13 @@ class BehaviourChecks:
             )  # fmt: skip
 
     async def _others_accept(self, ent: Entity, key: Any, writer: str) -> None:
-        """A read of another kind that takes this kind's id (`list_tickets(customer_id)`) accepts
+        """A listing of another kind that takes this kind's id (`list_comments(ticket_id)`) accepts
         the id of a record just written: an empty answer is fine, "not found" is not."""
         for c in self._db_contracts(self._served):
             tool = self.spec.tool(c.tool)
-            if c.entity == ent.name or c.operation not in {"read", "list", "search"}:
+            # Collections only: one record of another kind "matching" a new id may rightly not
+            # exist (`get_card_item(boardId)` on an empty board).
+            if c.entity == ent.name or c.operation not in {"list", "search"}:
                 continue
             arg = next(
                 (a for a, s in tool.properties.items() if id_argument_entity(a, s) == ent.name),
