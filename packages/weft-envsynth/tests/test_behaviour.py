@@ -158,3 +158,35 @@ def test_hostile_definitions_do_not_fail_a_correct_bundle(tmp_path: Path) -> Non
     assert probes.get(("list_boards", "behaviour_finds_created")) is True, probes
     assert ("get_card", "behaviour_accepts_created_id") not in probes
     assert report.failing_tools() == {}
+
+
+def test_documented_fields_missing_are_reported_not_failing(tmp_path: Path) -> None:
+    # BFCL's TicketAPI documents `id` for create_ticket; the record's key is `ticket_id`. The probe
+    # says so, but the tool stays served (its state behaviour is right): advisory.
+    from weft_envsynth import synthesize_spec
+
+    out = {"type": "object", "properties": {"id": {"type": "integer"}, "title": {}}}
+    s = {"type": "string"}
+    spec = MCPSpec(
+        name="desk",
+        tools=[
+            ToolSpec(
+                name="create_ticket",
+                description="Create a ticket",
+                input_schema={"type": "object", "properties": {"title": s}, "required": ["title"]},
+                output_schema=out,
+            ),
+            ToolSpec(
+                name="get_ticket",
+                description="Get a ticket",
+                input_schema={
+                    "type": "object", "properties": {"ticket_id": s}, "required": ["ticket_id"],
+                },
+            ),
+        ],
+    )  # fmt: skip
+    res = synthesize_spec(spec, tmp_path)
+    assert res.bundle is not None and res.status == "certified", res.uncertified
+    cert = json.loads((Path(res.bundle) / "validation.json").read_text())["certification"]
+    assert cert["behaviour"]["advisory"] == ["behaviour_documented_fields"]
+    assert any("['id']" in f for f in cert["behaviour"]["failures"])

@@ -17,6 +17,7 @@ from weft_core.models import EnvBundleManifest, StateKind, ToolCertification
 from weft_envsynth._internal.assemble import dump_json, file_hashes
 from weft_envsynth._internal.behaviourchecks import is_behaviour_check
 from weft_envsynth.computesem import lookup_reason
+from weft_envsynth.plans import ADVISORY_CHECKS
 from weft_envsynth.state import EnvSynthState
 from weft_envsynth.validate import SEED_FILES
 
@@ -30,7 +31,7 @@ def tool_certifications(state: EnvSynthState) -> list[ToolCertification]:
     out = []
     for tool in state.spec.tools:
         checks = [c for c in (report.checks if report else []) if c.tool == tool.name]
-        failed = [c for c in checks if not c.passed]
+        failed = [c for c in checks if not c.passed and c.name not in ADVISORY_CHECKS]
         reason = state.uncertified.get(tool.name)
         if reason is None and failed:
             f = failed[0]
@@ -118,6 +119,7 @@ def certification_summary(state: EnvSynthState) -> dict[str, Any]:
             "tools_checked": len({c.tool for c in mine}),
             "tools_failing": sorted({c.tool for c in failed}),
             "failures": [f"{c.tool}: {c.name}: {c.detail}" for c in failed[:20]],
+            "advisory": sorted({c.name for c in failed if c.name in ADVISORY_CHECKS}),
         }
     return out
 
