@@ -47,6 +47,12 @@ SQLITE = MCPSpec(
             {"table_name": {"type": "string", "description": "Name of the table to describe"}},
             ["table_name"],
         ),
+        _tool(
+            "append_insight",
+            "Add a business insight to the memo",
+            {"insight": {"type": "string", "description": "Business insight discovered"}},
+            ["insight"],
+        ),
     ],
 )
 
@@ -188,3 +194,32 @@ def test_runtime_bookkeeping_tables_are_invisible(sqlite_bundle: Path, tmp_path:
     )
     assert got[0][0] is False and got[1][0] is True and got[2][0] is True
     assert got[3] == (False, {"tables": []})
+
+
+def test_schema_changes_and_memo_writes_confirm_themselves(
+    sqlite_bundle: Path, tmp_path: Path
+) -> None:
+    # The real server answers "Table created successfully" / "Insight added to memo": a write
+    # is confirmed in words (the statement's object and name; the description's verb and place).
+    got = _run(
+        sqlite_bundle,
+        tmp_path,
+        [
+            ("create_table", {"query": 'CREATE TABLE IF NOT EXISTS "my pets" (id INTEGER)'}),
+            ("append_insight", {"insight": "sales peak on mondays"}),
+            ("append_insight", {"insight": "returns fall in june"}),
+            ("list_tables", {}),
+        ],
+    )
+    assert got[0] == (
+        False,
+        {
+            "ok": True,
+            "message": "Table my pets created successfully",
+            "statement": 'CREATE TABLE IF NOT EXISTS "my pets"',
+        },
+    )
+    assert got[1][0] is False and got[1][1]["message"] == "Business insight added to the memo"
+    assert got[2][1]["insight"]["insight"] == "returns fall in june"
+    # The memo is the bundle's, not a table of the user's database.
+    assert got[3] == (False, {"tables": [{"name": "my pets"}]})

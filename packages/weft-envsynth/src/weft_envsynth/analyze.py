@@ -30,6 +30,7 @@ from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
 from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
+from weft_envsynth.gloss import glossed_write
 from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
 from weft_envsynth.sqlsem import sql_tool_set
@@ -227,6 +228,11 @@ def _classify_by_words(tool: ToolSpec) -> tuple[Operation, str | None]:
             return "read", w
         if w in W.TRANSITION_VERBS:
             return "action", w
+    # A name verb no list knows, glossed by a description whose write verb acts on what the name
+    # names (`append_insight`: "Add a business insight to the memo").
+    glossed = glossed_write(tool, words)
+    if glossed is not None:
+        return glossed
     # No verb in the name: the description's leading verb ("Retrieves ...", "Searches ...") decides
     # between the read-only operations; writes are never inferred from prose alone.
     for w in W.split_words(" ".join(tool.description.split()[:4])):

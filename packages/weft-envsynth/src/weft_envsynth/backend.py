@@ -18,6 +18,7 @@ from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.filesem import edit_pairs, media_result, text_result
+from weft_envsynth.gloss import write_confirmation
 from weft_envsynth.graphsem import confirmation, graph_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.schema import model_class
@@ -462,7 +463,8 @@ def _render_route(
             if status_default is not None and status_default.enum:
                 out.append(f"row.{status_default.name} = {status_default.enum[0]!r}")
         commit()
-        out.append(f"return {{{ename!r}: row_dict(row)}}")
+        said = _confirmation(tool, ename)
+        out.append(f"return {{{ename!r}: row_dict(row){said}}}")
     elif op == "read":
         locate()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
@@ -516,6 +518,16 @@ def _render_route(
     else:
         out.append(f"raise ToolFailure('unsupported', 'operation {op} is not supported', 501)")
     return head + ["    " + line for line in out]
+
+
+def _confirmation(tool: ToolSpec, entity: str) -> str:
+    """`, 'message': ...` for a create whose definition documents no output: real servers confirm
+    a write in words, and the words are the ones its description uses ("Add a business insight
+    to the memo" -> "Business insight added to the memo"), else its name's."""
+    if tool.output_schema is not None:
+        return ""
+    key = "message" if entity != "message" else "confirmation"
+    return f", {key!r}: {write_confirmation(tool) or confirmation(tool)!r}"
 
 
 def _render_file_route(route: RoutePlan, arg: Any, tool: ToolSpec | None = None) -> list[str]:

@@ -15,7 +15,9 @@ from typing import Any
 
 from weft_core.models import EnvBundleManifest, StateKind, ToolCertification
 from weft_envsynth._internal.assemble import dump_json, file_hashes
+from weft_envsynth._internal.behaviourchecks import is_behaviour_check
 from weft_envsynth.computesem import lookup_reason
+from weft_envsynth.plans import ADVISORY_CHECKS
 from weft_envsynth.state import EnvSynthState
 from weft_envsynth.validate import SEED_FILES
 
@@ -29,7 +31,7 @@ def tool_certifications(state: EnvSynthState) -> list[ToolCertification]:
     out = []
     for tool in state.spec.tools:
         checks = [c for c in (report.checks if report else []) if c.tool == tool.name]
-        failed = [c for c in checks if not c.passed]
+        failed = [c for c in checks if not c.passed and c.name not in ADVISORY_CHECKS]
         reason = state.uncertified.get(tool.name)
         if reason is None and failed:
             f = failed[0]
@@ -100,6 +102,28 @@ def tool_semantics(state: EnvSynthState) -> dict[str, dict[str, str]]:
     return out
 
 
+def certification_summary(state: EnvSynthState) -> dict[str, Any]:
+    """The final validation split in two: self-consistency (each tool against its own contract
+    and the DB) and behaviour (promises across tools from the definitions: created records found,
+    updates visible, deletes gone, documented fields, unknown ids and transitions refused)."""
+    checks = state.report.checks if state.report else []
+    out: dict[str, Any] = {}
+    for part, mine in (
+        ("self_consistency", [c for c in checks if not is_behaviour_check(c.name, c.kind)]),
+        ("behaviour", [c for c in checks if is_behaviour_check(c.name, c.kind)]),
+    ):
+        failed = [c for c in mine if not c.passed]
+        out[part] = {
+            "checks": len(mine),
+            "passed": len(mine) - len(failed),
+            "tools_checked": len({c.tool for c in mine}),
+            "tools_failing": sorted({c.tool for c in failed}),
+            "failures": [f"{c.tool}: {c.name}: {c.detail}" for c in failed[:20]],
+            "advisory": sorted({c.name for c in failed if c.name in ADVISORY_CHECKS}),
+        }
+    return out
+
+
 def certify_state(state: EnvSynthState) -> dict[str, Any]:
     work = Path(state.work_dir) if state.work_dir else None
     if state.error is not None:
@@ -129,6 +153,7 @@ def certify_state(state: EnvSynthState) -> dict[str, Any]:
         "tools": [t.model_dump(mode="json") for t in tools],
         "tool_semantics": tool_semantics(state),
         "route_code": state.route_code,
+        "certification": certification_summary(state),
         "rounds": [
             r.model_dump(mode="json")
             for r in [*state.history, *([state.report] if state.report else [])]

@@ -4,7 +4,9 @@ Structural checks (every spec tool is listed with its exact input schema), then 
 and boundary calls per tool (all fields, required only, enum edges, empty strings, unknown ids,
 wrong types, missing required arguments, broken preconditions, escaping paths). Queries are
 checked against the DB read independently with sqlite3; updates against the DB or workspace diff
-and a subsequent read. Every failure is classified: structural (-> schema), mapping
+and a subsequent read; then behavioural probes across tools (_internal.behaviourchecks: a created
+record found by every read and listing, updates visible, deletes gone, documented fields
+present). Every failure is classified: structural (-> schema), mapping
 (-> contracts) or runtime / state access (-> backend).
 """
 
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from weft_core.binding import SessionBinding, bind_session, release_session
 from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
+from weft_envsynth._internal.behaviourchecks import BehaviourChecks
 from weft_envsynth._internal.callgen import CallGenerator
 from weft_envsynth._internal.computechecks import ComputeChecks
 from weft_envsynth._internal.dbstate import (
@@ -75,7 +78,15 @@ class _Call:
         self.text = text
 
 
-class _Validator(WorkspaceChecks, ComputeChecks, SqlChecks, VcsChecks, GraphChecks, CallGenerator):
+class _Validator(
+    WorkspaceChecks,
+    ComputeChecks,
+    SqlChecks,
+    VcsChecks,
+    GraphChecks,
+    BehaviourChecks,
+    CallGenerator,
+):
     def __init__(
         self,
         spec: MCPSpec,
@@ -759,6 +770,18 @@ async def validate_async(
                             "runtime",
                             f"{type(exc).__name__}: {exc}"[:300],
                         )
+                served = {t.name for t in order}
+                try:
+                    await v.behaviour_probes(served)
+                except Exception as exc:  # the validator must survive any server behaviour
+                    v.record(
+                        sorted(served)[0] if served else spec.tools[0].name,
+                        "behaviour_probes",
+                        "behaviour",
+                        False,
+                        "runtime",
+                        f"{type(exc).__name__}: {exc}"[:300],
+                    )
                 report.checks = v.checks
     finally:
         release_session(session_id)

@@ -85,9 +85,10 @@ class SqlChecks:
             stmt = f"CREATE TABLE {_PROBE}_made (id INTEGER PRIMARY KEY)"
             await self._check(
                 tool, "sql_create_makes_table", {arg: stmt},
-                lambda d: None if self._sql(
+                lambda d: f"no table {_PROBE}_made ({d})" if not self._sql(
                     f"SELECT 1 FROM sqlite_master WHERE name = '{_PROBE}_made'"
-                ) else f"no table {_PROBE}_made ({d})",
+                ) else None if f"{_PROBE}_made" in json.dumps(d)
+                else f"the answer does not confirm the table it made: {d}",
             )  # fmt: skip
         if sem.verb != "any":
             wrong = "SELECT 1" if sem.verb != "select" else f"DELETE FROM {_PROBE}"

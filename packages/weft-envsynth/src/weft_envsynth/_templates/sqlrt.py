@@ -81,6 +81,24 @@ def _statement(verb: str, statement: Any) -> str:
     return text
 
 
+_DDL = re.compile(
+    r"(?is)^(create|drop|alter)\s+(?:(?:temp|temporary|unique|virtual)\s+)?"
+    r"(table|index|view|trigger)\s+(?:if\s+(?:not\s+)?exists\s+)?"
+    r'("[^"]+"|`[^`]+`|\[[^\]]+\]|[\w.]+)'
+)
+_DONE = {"create": "created", "drop": "dropped", "alter": "altered"}
+
+
+def _schema_change(text: str) -> str:
+    """What a schema statement did, in words ("Table notes created successfully"): a tool that
+    changes the schema answers a confirmation, as a write is confirmed, not an empty result."""
+    m = _DDL.match(text)
+    if m is None:
+        return "Schema changed successfully"
+    verb, kind, name = m.group(1).lower(), m.group(2).lower(), m.group(3).strip('"`[]')
+    return f"{kind.capitalize()} {name} {_DONE[verb]} successfully"
+
+
 def sql_tool(verb: str, statement: Any = None, table: Any = None) -> dict[str, Any]:
     """Run one SQL tool call on the session's own tables."""
     conn = _connect()
@@ -104,7 +122,11 @@ def sql_tool(verb: str, statement: Any = None, table: Any = None) -> dict[str, A
         except sqlite3.Error as exc:
             raise ToolFailure("invalid_query", f"SQL error: {exc}") from None
         if text.split(None, 1)[0].upper() in {"CREATE", "DROP", "ALTER"}:
-            return {"ok": True, "statement": text.split("(", 1)[0].strip()}
+            return {
+                "ok": True,
+                "message": _schema_change(text),
+                "statement": text.split("(", 1)[0].strip(),
+            }
         return {"affected_rows": cur.rowcount}
     finally:
         conn.close()
