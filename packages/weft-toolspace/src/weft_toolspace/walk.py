@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from weft_toolspace.graph import ToolGraph, leaves
+from weft_toolspace.exceptions import ToolSpaceRuntimeError
+from weft_toolspace.graph import ToolGraph, leaves, node_key
 from weft_toolspace.models import (
     Binding,
     Chain,
@@ -35,6 +36,7 @@ from weft_toolspace.models import (
     EdgeExample,
     EdgeKind,
     EdgeRecord,
+    TraceCall,
 )
 from weft_toolspace.traces import parse_value
 
@@ -409,3 +411,40 @@ class Walker:
             for e, t in pending
         ]
         return self.rng.choices(pending, weights)[0]
+
+
+async def chain_of_route(
+    client: MegaMCPClient,
+    chain_id: str,
+    route: list[tuple[str, str, dict[str, Any]]],
+    env_of: dict[str, str] | None = None,
+) -> Chain:
+    """A given route of (server, tool, arguments) executed from s_0 on a fresh group, recorded
+    as a walk records its steps (result, mutated as the ledger says); a call that fails stops
+    with ToolSpaceRuntimeError. For a route taken from a trace or written by hand."""
+    mcps = sorted({m for m, _, _ in route})
+    group = await client.create_group(mcps)
+    steps: list[ChainStep] = []
+    try:
+        for k, (mcp, tool, args) in enumerate(route):
+            res = await client.call_tool(group, mcp, tool, dict(args))
+            if res.is_error:
+                raise ToolSpaceRuntimeError(
+                    f"route {chain_id}, call {k} ({mcp}/{tool}): {res.text}"
+                )
+            entries = (await client.ledger(group)).get(mcp, [])
+            key = node_key(TraceCall(mcp=mcp, tool=tool, arguments=args))
+            steps.append(
+                ChainStep(
+                    node=key,
+                    mcp=mcp,
+                    tool=tool,
+                    arguments=dict(args),
+                    result=parse_value(res.structured if res.structured is not None else res.text),
+                    environment=(env_of or {}).get(key, mcp),
+                    mutated=bool(entries and entries[-1].mutated),
+                )
+            )
+    finally:
+        await client.close(group)
+    return Chain(id=chain_id, steps=steps)
