@@ -84,10 +84,10 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         times["walk_s"] = time.perf_counter() - t1
         (out / "chains.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in chains))
         t2 = time.perf_counter()
-        tasks, sstats = await synthesize(client, chains)
+        # Acceptance replays from the stored s_0 each task names (as `weft run` rolls it out);
+        # tasks and s_0 files land in OUT/tasks and OUT/snapshots.
+        tasks, sstats = await synthesize(client, chains, export_to=out)
         times["synthesize_s"] = time.perf_counter() - t2
-        for g in tasks:
-            save_json(g.model_dump(mode="json", by_alias=True), out / "tasks" / f"{g.id}.json")
     kinds = Counter(e.kind.value for e in graph.edges)
     total = sum(kinds.values()) or 1
     by_chain = {c.id: c for c in chains}

@@ -101,3 +101,37 @@ async def test_walks_start_only_where_k_environments_are_reachable() -> None:
     env_of = {"a": "e0", "dead": "e0", "c": "e1", "d": "e1", "lone": "e2"}
     walker = Walker(FakeMegaMCP(), g, env_of, WalkConfig(environments=2))  # type: ignore[arg-type]
     assert walker._starts() == ["a"]
+
+
+async def test_no_walk_is_tried_where_the_graph_holds_none_of_length_l_over_k_environments() -> (
+    None
+):
+    """Two environments are reachable from `a`, but every walk ends in the sink `c` after three
+    calls: a walk of L = 5 can never be retained, so no live call is spent on one."""
+    g = _graph()
+    g.edges = [e for e in g.edges if (e.source, e.target) != ("d", "c")]
+    g.edges = [e for e in g.edges if (e.source, e.target) != ("c", "d")]
+    calls: list[str] = []
+
+    class Counting(FakeMegaMCP):
+        async def call_tool(self, group: str, mcp: str, tool: str, args: dict[str, Any]) -> _Result:
+            calls.append(tool)
+            return await super().call_tool(group, mcp, tool, args)
+
+    client = Counting()
+    env_of = {"a": "e0", "dead": "e0", "c": "e1", "d": "e1"}
+    walker = Walker(
+        client,  # type: ignore[arg-type]
+        g,
+        env_of,
+        WalkConfig(length=5, environments=2, attempts=3, seed=3),
+    )
+    assert not walker.admits_walk("a")
+    assert await walker.run() == []
+    assert walker.stats.discarded == {"graph admits no walk": 3}
+    assert calls == [] and walker.stats.rollbacks == 0
+    # With the c <-> d cycle back, a walk of 5 (a, c, d, c, d) exists.
+    assert Walker(client, _graph(), env_of, walker.cfg).admits_walk("a")  # type: ignore[arg-type]
+    # ... but not one over three environments.
+    three = walker.cfg.model_copy(update={"environments": 3})
+    assert not Walker(client, _graph(), env_of, three).admits_walk("a")  # type: ignore[arg-type]

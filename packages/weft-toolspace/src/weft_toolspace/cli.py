@@ -4,7 +4,7 @@ reading the previous one's files in OUT:
     weft-toolspace mine -o OUT [--record EPISODES --steps S] [TRACES...]   OUT/traces.jsonl, graph.json
     weft-toolspace cluster -o OUT                                          OUT/environments.json
     weft-toolspace walk -o OUT [--length L --envs K --attempts N]           OUT/chains.jsonl
-    weft-toolspace synthesize -o OUT [--model M]                           OUT/tasks/*.json
+    weft-toolspace synthesize -o OUT [--model M]                           OUT/tasks/*.json, snapshots/
 
 Stages that execute (record, state-edge witnessing, walk, synthesize) host the real servers in a
 MegaMCP host on 127.0.0.1 for the run. Errors print one line and exit 2.
@@ -159,9 +159,8 @@ async def cmd_synthesize(args: argparse.Namespace, settings: ToolSpaceSettings) 
         await _install(settings, names, Path(tmp))
         async with hosted(Path(tmp)) as client:
             await servers.register(client, names, settings.server_home)
-            graphs, stats = await synthesize(client, chains, writer=writer)
-    for g in graphs:
-        save_json(g.model_dump(mode="json", by_alias=True), args.out / "tasks" / f"{g.id}.json")
+            # The tasks name their stored s_0 (OUT/snapshots) and replayed from it.
+            _graphs, stats = await synthesize(client, chains, writer=writer, export_to=args.out)
     return {
         "chains": stats.chains,
         "accepted": stats.accepted,

@@ -5,16 +5,24 @@ writes plain JSON artifacts so the CLI can run them one at a time."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, Field
+
 from weft_toolspace import servers
+from weft_toolspace.clusters import cluster, environment_of
 from weft_toolspace.counterfactual import witness_all
+from weft_toolspace.exceptions import ToolSpaceUserError
 from weft_toolspace.explore import explore
 from weft_toolspace.graph import ToolGraph, build_graph
-from weft_toolspace.models import TraceRecord
+from weft_toolspace.models import EdgeKind, TraceRecord
+from weft_toolspace.synthesize import synthesize
+from weft_toolspace.walk import WalkConfig, Walker
+from weft_toolspace.writers import TaskWriter
 
 if TYPE_CHECKING:
     from weft_megamcp import MegaMCPClient
@@ -86,3 +94,74 @@ def save_json(obj: object, path: Path) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(obj, indent=1, default=str), encoding="utf-8")
     tmp.replace(path)
+
+
+class ToolSpaceRun(BaseModel):
+    """What one run of Algorithm 1 produced: counts per stage and the exported task ids."""
+
+    traces: int = 0
+    calls: int = 0
+    edges: dict[str, int] = Field(default_factory=dict)
+    environments: int = 0
+    walks_tried: int = 0
+    walks_kept: int = 0
+    rollbacks: int = 0
+    tasks: list[str] = Field(default_factory=list, description="Ids under tasks/ in the folder.")
+    rejected: dict[str, int] = Field(default_factory=dict)
+    duplicates: int = 0
+
+
+async def run_toolspace(
+    client: MegaMCPClient,
+    folder: Path,
+    *,
+    names: list[str],
+    home: Path,
+    traces: list[TraceRecord] | None = None,
+    episodes: int = 16,
+    steps: int = 20,
+    walk: WalkConfig | None = None,
+    min_count: int = 2,
+    min_weight: float = 0.05,
+    resolution: float = 2.0,
+    writer: TaskWriter | None = None,
+) -> ToolSpaceRun:
+    """Algorithm 1 on `client`: record `episodes` on the real servers `names` (or mine the given
+    `traces`), mine with witnessed state edges, cluster, walk, synthesize; the accepted tasks
+    are exported with their stored s_0 under `folder` (tasks/, snapshots/), next to
+    traces.jsonl, graph.json, environments.json and chains.jsonl."""
+    cfg = walk or WalkConfig()
+    if traces is None:
+        traces = await record(client, names, home, episodes=episodes, steps=steps, seed=cfg.seed)
+    else:
+        used = {c.mcp for t in traces for c in t.calls}
+        unknown = sorted(used - set(servers.SERVERS))
+        if unknown:
+            raise ToolSpaceUserError(
+                f"traces call {', '.join(unknown)}: not one of {', '.join(servers.SERVERS)}"
+            )
+        await servers.register(client, sorted(used), home)
+    save_traces(traces, folder / "traces.jsonl")
+    graph = await mine(client, traces, min_count=min_count, min_weight=min_weight)
+    save_json(graph.model_dump(mode="json"), folder / "graph.json")
+    envs = cluster(graph, seed=cfg.seed, resolution=resolution)
+    save_json([e.model_dump(mode="json") for e in envs], folder / "environments.json")
+    walker = Walker(client, graph, environment_of(envs), cfg)
+    chains = await walker.run()
+    (folder / "chains.jsonl").write_text(
+        "".join(c.model_dump_json() + "\n" for c in chains), encoding="utf-8"
+    )
+    tasks, stats = await synthesize(client, chains, writer=writer, export_to=folder)
+    kinds = Counter(e.kind.value for e in graph.edges)
+    return ToolSpaceRun(
+        traces=len(traces),
+        calls=sum(len(t.calls) for t in traces),
+        edges={k.value: kinds.get(k.value, 0) for k in EdgeKind},
+        environments=len(envs),
+        walks_tried=walker.stats.tried,
+        walks_kept=walker.stats.kept,
+        rollbacks=walker.stats.rollbacks,
+        tasks=[g.id for g in tasks],
+        rejected=dict(stats.rejected),
+        duplicates=stats.duplicates,
+    )

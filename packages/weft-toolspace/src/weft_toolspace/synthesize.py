@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
@@ -22,6 +23,7 @@ from weft_core.models import (
     AtomicTask,
     EdgeKind,
     ReferenceCall,
+    SnapshotRef,
     TaskEdge,
     TaskGraph,
     TaskNode,
@@ -31,6 +33,7 @@ from weft_core.models import (
 from weft_core.models.check import Check
 from weft_core.models.verifier import FINAL_CHECKPOINT, Verifier
 from weft_toolspace.counterfactual import observation_text
+from weft_toolspace.export import SNAPSHOTS, store_initial_state
 from weft_toolspace.graph import data_links
 from weft_toolspace.models import Chain, ChainStep, TraceCall
 from weft_toolspace.traces import parse_value
@@ -234,12 +237,20 @@ class ReplayOutcome:
     reason: str = ""
 
 
-async def replay(client: MegaMCPClient, cand: Candidate) -> tuple[ReplayOutcome, Candidate]:
+async def replay(
+    client: MegaMCPClient, cand: Candidate, s0: dict[str, SnapshotRef] | None = None
+) -> tuple[ReplayOutcome, Candidate]:
     """Re-execute the chain from s_0 on a fresh group; returns the outcome and the candidate
-    narrowed to the checks that held."""
+    narrowed to the checks that held. `s0`: the stored initial state to start from (else each
+    server's own start state)."""
     chain = cand.chain
     mcps = sorted({s.mcp for s in chain.steps})
-    group = await client.create_group(mcps, verifier=cand.verifier())
+    refs = s0 or {}
+    group = await client.create_group(
+        {m: (refs[m].uri if m in refs else None) for m in mcps},
+        verifier=cand.verifier(),
+        workspaces={m: r.workspace_uri for m, r in refs.items() if r.workspace_uri and m in mcps},
+    )
     failed: list[str] = []
     kept = Candidate(chain=chain)
     diverged: int | None = None
@@ -362,7 +373,12 @@ async def synthesize(
     *,
     writer: TaskWriter | None = None,
     min_checks: int = 1,
+    export_to: Path | None = None,
 ) -> tuple[list[TaskGraph], SynthesisStats]:
+    """Tasks accepted by replay from s_0, deduplicated. With `export_to`, s_0 is stored first
+    (`export.store_initial_state`, under `export_to/snapshots/`), the acceptance replay starts
+    from that stored state, the tasks name it in `initial_snapshots` and are saved sealed as
+    `export_to/tasks/<id>.json`: what `weft run` rolls out and `weft verify` checks."""
     stats = SynthesisStats(chains=len(chains))
     fallback = ProgrammaticTaskWriter()
     accepted: list[TaskGraph] = []
@@ -381,11 +397,29 @@ async def synthesize(
         except TaskTextRejected:
             stats.llm_rejected += 1
             text = fallback.write(goals, tools)
-        final, _ = await replay(client, kept)
+        refs = None
+        if export_to is not None:
+            mcps = sorted({s.mcp for s in chain.steps})
+            refs = await store_initial_state(client, mcps, export_to / SNAPSHOTS)
+        final, _ = await replay(client, kept, refs)
         if not final.passed:
             stats.reject("acceptance replay failed")
             continue
-        accepted.append(to_task_graph(chain, text, kept))
+        graph = to_task_graph(chain, text, kept)
+        if refs is not None:
+            graph = graph.model_copy(update={"initial_snapshots": refs})
+        accepted.append(graph)
     deduped, stats.duplicates = deduplicate(accepted)
     stats.accepted = len(deduped)
+    if export_to is not None:
+        deduped = [save_task(g, export_to / "tasks") for g in deduped]
     return deduped, stats
+
+
+def save_task(graph: TaskGraph, folder: Path) -> TaskGraph:
+    """`folder/<id>.json`, sealed: the hash is that of what a reader loads (JSON round trip)."""
+    graph = TaskGraph.model_validate_json(
+        graph.model_copy(update={"content_hash": None}).model_dump_json()
+    ).sealed()
+    graph.save(folder / f"{graph.id}.json")
+    return graph

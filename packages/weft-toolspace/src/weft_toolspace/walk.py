@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from weft_toolspace.graph import ToolGraph, leaves
+from weft_toolspace.exceptions import ToolSpaceRuntimeError
+from weft_toolspace.graph import ToolGraph, leaves, node_key
 from weft_toolspace.models import (
     Binding,
     Chain,
@@ -35,6 +36,7 @@ from weft_toolspace.models import (
     EdgeExample,
     EdgeKind,
     EdgeRecord,
+    TraceCall,
 )
 from weft_toolspace.traces import parse_value
 
@@ -247,6 +249,7 @@ class Walker:
         self.rng = random.Random(cfg.seed)
         self.stats = WalkStats()
         self._out: dict[str, list[EdgeRecord]] = {}
+        self._start_cache: list[str] | None = None
         for e in graph.edges:
             self._out.setdefault(e.source, []).append(e)
 
@@ -269,22 +272,38 @@ class Walker:
 
     def _starts(self) -> list[str]:
         """Nodes the corpus shows callable at s_0 (a trace began there), else any with an edge;
-        of those, the ones from which K environments are reachable at all (a walk from any other
-        can never be retained, so it would only spend the walk budget)."""
-        nodes = self.graph.nodes
-        out = [k for k, n in nodes.items() if n.examples and k in self._out]
-        out = [k for k in out if nodes[k].starts] or out
-        reach = [k for k in out if len(self._reachable_envs(k)) >= self.cfg.environments]
-        return reach or out
+        of those, the ones from which a walk can be retained at all: the graph holds a walk of
+        L..2L calls from there over K environments (`admits_walk`; else K environments are
+        reachable, but the chain ends in a sink before L calls); a walk from any other only
+        spends the walk budget on live calls and rollbacks. None: no walk can be retained."""
+        if self._start_cache is None:
+            nodes = self.graph.nodes
+            out = [k for k, n in nodes.items() if n.examples and k in self._out]
+            out = [k for k in out if nodes[k].starts] or out
+            self._start_cache = [k for k in out if self.admits_walk(k)]
+        return self._start_cache
 
-    def _reachable_envs(self, start: str) -> set[str]:
-        seen, todo = {start}, [start]
-        while todo:
-            for e in self._out.get(todo.pop(), []):
-                if e.kind is not EdgeKind.RETRY and e.target not in seen:
-                    seen.add(e.target)
-                    todo.append(e.target)
-        return {self.env_of.get(n, "env-?") for n in seen}
+    def admits_walk(self, start: str) -> bool:
+        """Whether the graph has a walk from `start` (nodes may repeat, any edge kind: a retry
+        edge can be a step too) that is retained: at some length L <= t <= 2L it has covered K
+        environments. Covered sets are kept only up to K, so the search stays small."""
+        length, k = self.cfg.length, self.cfg.environments
+
+        def env(n: str) -> str:
+            return self.env_of.get(n, "env-?")
+
+        frontier = {(start, frozenset({env(start)}))}
+        for t in range(1, 2 * length + 1):
+            if t >= length and any(len(c) >= k for _, c in frontier):
+                return True
+            nxt: set[tuple[str, frozenset[str]]] = set()
+            for node, covered in frontier:
+                for e in self._out.get(node, []):
+                    nxt.add((e.target, covered if len(covered) >= k else covered | {env(e.target)}))
+            if not nxt:
+                return False
+            frontier = nxt
+        return False
 
     async def _call(self, group: GroupHandle, step: ChainStep) -> tuple[bool, Any, bool]:
         res = await self.client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
@@ -305,7 +324,8 @@ class Walker:
         cfg, rng = self.cfg, self.rng
         starts = self._starts()
         if not starts:
-            self.stats.discarded["no start node"] += 1
+            # No live call can help: the graph holds no walk of L calls over K environments.
+            self.stats.discarded["graph admits no walk"] += 1
             return None
         weights = [self.graph.nodes[k].starts or self.graph.nodes[k].count for k in starts]
         steps: list[ChainStep] = []
@@ -409,3 +429,40 @@ class Walker:
             for e, t in pending
         ]
         return self.rng.choices(pending, weights)[0]
+
+
+async def chain_of_route(
+    client: MegaMCPClient,
+    chain_id: str,
+    route: list[tuple[str, str, dict[str, Any]]],
+    env_of: dict[str, str] | None = None,
+) -> Chain:
+    """A given route of (server, tool, arguments) executed from s_0 on a fresh group, recorded
+    as a walk records its steps (result, mutated as the ledger says); a call that fails stops
+    with ToolSpaceRuntimeError. For a route taken from a trace or written by hand."""
+    mcps = sorted({m for m, _, _ in route})
+    group = await client.create_group(mcps)
+    steps: list[ChainStep] = []
+    try:
+        for k, (mcp, tool, args) in enumerate(route):
+            res = await client.call_tool(group, mcp, tool, dict(args))
+            if res.is_error:
+                raise ToolSpaceRuntimeError(
+                    f"route {chain_id}, call {k} ({mcp}/{tool}): {res.text}"
+                )
+            entries = (await client.ledger(group)).get(mcp, [])
+            key = node_key(TraceCall(mcp=mcp, tool=tool, arguments=args))
+            steps.append(
+                ChainStep(
+                    node=key,
+                    mcp=mcp,
+                    tool=tool,
+                    arguments=dict(args),
+                    result=parse_value(res.structured if res.structured is not None else res.text),
+                    environment=(env_of or {}).get(key, mcp),
+                    mutated=bool(entries and entries[-1].mutated),
+                )
+            )
+    finally:
+        await client.close(group)
+    return Chain(id=chain_id, steps=steps)

@@ -17,6 +17,13 @@ Relative paths in the file are relative to the file's folder. Every section is o
                 # OpenAI-compatible policy model; a capture gateway records its calls
                 [[rollouts.external]] name = "openclaw", command = ["openclaw-weft", "--agentic"]
     [megamcp]   url = "" (embedded host), admin_token = ""
+    [toolspace] enabled = false, servers = ["filesystem", "memory", "git", "sqlite", "time"],
+                traces = "",  # recorded traces to mine instead of recording episodes
+                episodes = 16, steps = 20, length = 15, envs = 2, attempts = 8,
+                min_count = 2, resolution = 2.0
+                # ToolSpace (weft-toolspace): tasks from walks on real servers hosted in the
+                # command tier, exported with their stored s_0 and rolled out with the others;
+                # with no [pipeline].specs the run is ToolSpace only
 """
 
 from __future__ import annotations
@@ -152,6 +159,26 @@ class EvolveSection(_Section):
     )
 
 
+class ToolspaceSection(_Section):
+    enabled: bool = Field(default=False, description="Run the toolspace stage (weft-toolspace).")
+    servers: list[str] = Field(
+        default_factory=lambda: ["filesystem", "memory", "git", "sqlite", "time"],
+        description="Real offline MCP servers to record on (weft_toolspace.servers).",
+    )
+    traces: str = Field(
+        default="",
+        description="Recorded traces (ledgers, Weft traces, OpenAI transcripts) to mine instead "
+        "of recording episodes; relative to the config file.",
+    )
+    episodes: int = Field(default=16, ge=1, description="Episodes the explorer records.")
+    steps: int = Field(default=20, ge=1, description="Calls per recorded episode.")
+    length: int = Field(default=15, ge=1, description="L: calls per walk.")
+    envs: int = Field(default=2, ge=1, description="K: environments a walk must cross.")
+    attempts: int = Field(default=8, ge=1, description="Walk attempts.")
+    min_count: int = Field(default=2, ge=1, description="Prune edges seen fewer times.")
+    resolution: float = Field(default=2.0, gt=0, description="Louvain resolution of clustering.")
+
+
 class PipelineConfig(_Section):
     pipeline: PipelineSection = Field(default_factory=PipelineSection)
     envsynth: EnvsynthSection = Field(default_factory=EnvsynthSection)
@@ -160,6 +187,7 @@ class PipelineConfig(_Section):
     sft: SftSection = Field(default_factory=SftSection)
     megamcp: MegaMCPSection = Field(default_factory=MegaMCPSection)
     evolve: EvolveSection = Field(default_factory=EvolveSection)
+    toolspace: ToolspaceSection = Field(default_factory=ToolspaceSection)
     base_dir: Path = Field(
         default_factory=Path.cwd, exclude=True, description="Folder relative paths start from."
     )
@@ -167,6 +195,11 @@ class PipelineConfig(_Section):
     @property
     def out_dir(self) -> Path:
         return (self.base_dir / self.pipeline.out).resolve()
+
+    @property
+    def toolspace_only(self) -> bool:
+        """No specs and the toolspace stage on: the run's tasks all come from ToolSpace."""
+        return self.toolspace.enabled and not self.pipeline.specs
 
     def spec_files(self) -> list[Path]:
         """The spec files the patterns name, sorted and unique; a pattern matching nothing is an error."""

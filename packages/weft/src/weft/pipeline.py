@@ -29,6 +29,7 @@ from weft.stages import (
     EvolveRecord,
     RolloutsRecord,
     StageStore,
+    ToolspaceRecord,
     file_hash,
 )
 from weft.summary import MCPRow, PipelineSummary, RolloutRow
@@ -40,7 +41,7 @@ from weft_megamcp.service import GroupService
 from weft_tasks.atomic.megamcp import Registrar
 
 ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
-SFT, EVOLVE = "sft", "evolve"
+SFT, EVOLVE, TOOLSPACE = "sft", "evolve", "toolspace"
 MODEL_CALLS = "model-calls.jsonl"  # every model call of a run, for `weft run --replay`
 
 
@@ -65,6 +66,12 @@ async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
     cap: dict[str, Any] = {}
     if "WEFT_MEGAMCP_SCREEN_LIMITED_CAP" not in os.environ:
         cap["screen_limited_cap"] = max(4, config.rollouts.concurrency)
+    if config.toolspace.enabled:
+        # The real servers run in the sandbox, which shows a command only its own files: their
+        # install folder is bound read-only (as weft_toolspace.pipeline.hosted does).
+        from weft_toolspace.settings import ToolSpaceSettings
+
+        cap["sandbox_ro_paths"] = [ToolSpaceSettings().server_home.resolve()]
     settings = MegaMCPSettings(data_dir=config.out_dir / "megamcp", log_level="warning", **cap)
     async with (
         MegaMCPHost.running(settings) as host,
@@ -323,6 +330,101 @@ async def _compose(
     return list(graphs), failures
 
 
+# ----------------------------------------------------------------------------- toolspace
+
+
+async def stage_toolspace(
+    config: PipelineConfig,
+    store: StageStore,
+    client: Any,
+    llm: BaseChatModel | None,
+    model: str | None,
+) -> tuple[list[TaskGraph], ToolspaceRecord, str]:
+    """ToolSpace (weft-toolspace, Algorithm 1) on the real servers hosted by the run's MegaMCP
+    host: record (or read `traces`), mine, cluster, walk, synthesize. The accepted task graphs
+    and their stored s_0 are saved under the stage folder (tasks/, snapshots/)."""
+    from weft_toolspace import servers
+    from weft_toolspace.pipeline import run_toolspace
+    from weft_toolspace.settings import ToolSpaceSettings
+    from weft_toolspace.traces import load_traces
+    from weft_toolspace.walk import WalkConfig
+    from weft_toolspace.writers import LLMTaskWriter
+
+    ts = config.toolspace
+    traces_file: Path | None = None
+    if ts.traces:
+        traces_file = (config.base_dir / ts.traces).resolve()
+        if not traces_file.is_file():
+            raise ConfigError(f"[toolspace].traces: {ts.traces!r}: no such file")
+    key = store.key(
+        TOOLSPACE,
+        {
+            "toolspace": ts.model_dump(mode="json", exclude={"traces"}),
+            "traces": file_hash(traces_file) if traces_file else None,
+            "seed": config.pipeline.seed,
+            "model": model,
+        },
+    )
+    done = store.done(TOOLSPACE, key, ToolspaceRecord)
+    folder = store.path(TOOLSPACE, key)
+    state = "cached"
+    if done is None:
+        unknown = sorted(set(ts.servers) - set(servers.SERVERS))
+        if unknown:
+            raise ConfigError(
+                f"[toolspace].servers: unknown {', '.join(unknown)} "
+                f"(known: {', '.join(servers.SERVERS)})"
+            )
+        home = ToolSpaceSettings().server_home
+        _ok, failed = await asyncio.to_thread(servers.install_all, ts.servers, home)
+        if failed:
+            raise StageError(
+                "toolspace: servers not installable: "
+                + "; ".join(f"{n}: {why}" for n, why in failed.items())
+            )
+        traces = None
+        if traces_file is not None:
+            traces, problems = load_traces([traces_file])
+            if problems:
+                raise ConfigError(f"[toolspace].traces: {problems[0]}")
+        folder = store.begin(TOOLSPACE, key)
+        run = await run_toolspace(
+            client,
+            folder,
+            names=list(ts.servers),
+            home=home,
+            traces=traces,
+            episodes=ts.episodes,
+            steps=ts.steps,
+            walk=WalkConfig(
+                length=ts.length,
+                environments=ts.envs,
+                attempts=ts.attempts,
+                seed=config.pipeline.seed,
+            ),
+            min_count=ts.min_count,
+            resolution=ts.resolution,
+            writer=LLMTaskWriter(llm) if llm is not None else None,
+        )
+        done = store.finish(
+            TOOLSPACE,
+            key,
+            ToolspaceRecord(
+                tasks=run.tasks,
+                mined_traces=run.traces,
+                mined_calls=run.calls,
+                edges=run.edges,
+                environments=run.environments,
+                walks_tried=run.walks_tried,
+                walks_kept=run.walks_kept,
+                rejected=run.rejected,
+            ),
+        )
+        state = "ran"
+    graphs = [TaskGraph.load(folder / "tasks" / f"{tid}.json") for tid in done.tasks]
+    return graphs, done, state
+
+
 # ----------------------------------------------------------------------------- stage 4
 
 
@@ -437,7 +539,10 @@ async def stage_rollouts(
     # The tasks name their initial DBs by content; a host that has not seen them (a fresh data
     # dir, a remote host, a moved corpus) gets them from the corpus' copies.
     await restore_snapshots(
-        client, graphs, sorted(config.out_dir.glob(f"stages/{COMPOSE}/*/snapshots"))
+        client,
+        graphs,
+        sorted(config.out_dir.glob(f"stages/{COMPOSE}/*/snapshots"))
+        + sorted(config.out_dir.glob(f"stages/{TOOLSPACE}/*/snapshots")),
     )
     key = store.key(
         ROLLOUTS,
@@ -639,6 +744,74 @@ async def probe_model(llm: BaseChatModel, model: str) -> None:
         raise StageError(f"model {model!r} did not answer: {type(exc).__name__}: {exc}") from None
 
 
+async def _environments(
+    config: PipelineConfig,
+    store: StageStore,
+    model: str | None,
+    summary: PipelineSummary,
+    replay: Path | None,
+    out: Path,
+) -> list[Path]:
+    """Stage 1: the certified EnvBundles of the run's spec files (rows into `summary`)."""
+    _log(f"[bold]1/4 environments[/] from {len(config.spec_files())} spec file(s)")
+    calls = replay if replay is not None else (out / MODEL_CALLS if model else None)
+    envs, summary.stages[ENVS] = await stage_envs(
+        config, store, model, calls, replay=replay is not None
+    )
+    bundles = [
+        record_path(r.bundle, out)
+        for r in envs
+        if r.status in ("certified", "partial") and r.bundle
+    ]
+    summary.mcps = [
+        MCPRow(
+            name=r.mcp,
+            source=Path(r.source).name,
+            status=r.status,
+            tools_certified=r.tools_certified,
+            tools_total=r.tools_total,
+            reason=r.reason,
+        )
+        for r in envs
+    ]
+    if not bundles:
+        reasons = "; ".join(f"{m.source}: {m.reason or m.status}" for m in summary.mcps[:3])
+        more = f" (+{len(summary.mcps) - 3} more)" if len(summary.mcps) > 3 else ""
+        raise StageError(f"no environment could be certified: {reasons}{more}")
+    return bundles
+
+
+async def _composed(
+    config: PipelineConfig,
+    store: StageStore,
+    client: Any,
+    bundles: list[Path],
+    llm: BaseChatModel | None,
+    model: str | None,
+    summary: PipelineSummary,
+) -> list[TaskGraph]:
+    """Stages 2 and 3: atomic-task libraries, then composed task graphs."""
+    # Registered once here; the atomic and compose stages reuse these MCP ids.
+    registrar = Registrar(client)
+    for b in bundles:
+        await registrar.mcp_id(b)
+    _log(f"[bold]2/4 atomic tasks[/] on {len(bundles)} environment(s)")
+    libraries, atomic, summary.stages[ATOMIC] = await stage_atomic(
+        config, store, client, bundles, llm, model, registrar
+    )
+    rows = {m.name: m for m in summary.mcps}
+    for mcp, st in atomic.items():
+        row = rows.get(mcp)
+        if row is not None:
+            row.atomic_tasks, row.coverage = st.tasks, st.coverage
+            row.reason = st.error or row.reason
+    _log("[bold]3/4 composed tasks[/]")
+    graphs, summary.composition_failures, summary.stages[COMPOSE] = await stage_compose(
+        config, store, client, libraries, llm, model, registrar
+    )
+    return graphs
+
+
 async def run_pipeline(
     config: PipelineConfig, *, model: str | None = None, replay: Path | None = None
 ) -> PipelineSummary:
@@ -670,51 +843,24 @@ async def run_pipeline(
     store = StageStore(out / "stages")
     summary = PipelineSummary(out_dir=str(out), model=model or "programmatic")
 
-    _log(f"[bold]1/4 environments[/] from {len(config.spec_files())} spec file(s)")
-    calls = replay if replay is not None else (out / MODEL_CALLS if model else None)
-    envs, summary.stages[ENVS] = await stage_envs(
-        config, store, model, calls, replay=replay is not None
-    )
-    bundles = [
-        record_path(r.bundle, out)
-        for r in envs
-        if r.status in ("certified", "partial") and r.bundle
-    ]
-    rows = {
-        r.mcp: MCPRow(
-            name=r.mcp,
-            source=Path(r.source).name,
-            status=r.status,
-            tools_certified=r.tools_certified,
-            tools_total=r.tools_total,
-            reason=r.reason,
-        )
-        for r in envs
-    }
-    summary.mcps = list(rows.values())
-    if not bundles:
-        reasons = "; ".join(f"{m.source}: {m.reason or m.status}" for m in summary.mcps[:3])
-        more = f" (+{len(summary.mcps) - 3} more)" if len(summary.mcps) > 3 else ""
-        raise StageError(f"no environment could be certified: {reasons}{more}")
+    bundles: list[Path] = []
+    if not config.toolspace_only:
+        bundles = await _environments(config, store, model, summary, replay, out)
 
     async with megamcp_session(config) as client:
-        # Registered once here; the atomic and compose stages reuse these MCP ids.
-        registrar = Registrar(client)
-        for b in bundles:
-            await registrar.mcp_id(b)
-        _log(f"[bold]2/4 atomic tasks[/] on {len(bundles)} environment(s)")
-        libraries, atomic, summary.stages[ATOMIC] = await stage_atomic(
-            config, store, client, bundles, llm, model, registrar
-        )
-        for mcp, st in atomic.items():
-            row = rows.get(mcp)
-            if row is not None:
-                row.atomic_tasks, row.coverage = st.tasks, st.coverage
-                row.reason = st.error or row.reason
-        _log("[bold]3/4 composed tasks[/]")
-        graphs, summary.composition_failures, summary.stages[COMPOSE] = await stage_compose(
-            config, store, client, libraries, llm, model, registrar
-        )
+        graphs: list[TaskGraph] = []
+        if bundles:
+            graphs = await _composed(config, store, client, bundles, llm, model, summary)
+        composed = list(graphs)
+        if config.toolspace.enabled:
+            _log("[bold]toolspace[/]: tasks from walks on the real servers")
+            found, record, summary.stages[TOOLSPACE] = await stage_toolspace(
+                config, store, client, llm, model
+            )
+            graphs += found
+            summary.composition_failures += [
+                f"toolspace {why}: {n}" for why, n in sorted(record.rejected.items())
+            ]
         summary.tasks_by_profile = dict(Counter(g.profile for g in graphs))
         if not graphs:
             raise StageError(
@@ -729,10 +875,11 @@ async def run_pipeline(
             summary.sft, summary.stages[SFT] = await stage_sft(
                 config, store, client, graphs, llm, model
             )
-        if config.evolve.rounds:
-            _log(f"[bold]evolve[/]: {config.evolve.rounds} round(s) on {len(graphs)} task(s)")
+        if config.evolve.rounds and composed:
+            # Evolution revises EnvBundles; ToolSpace tasks run on real servers, not bundles.
+            _log(f"[bold]evolve[/]: {config.evolve.rounds} round(s) on {len(composed)} task(s)")
             summary.stages[EVOLVE] = await stage_evolve(
-                config, store, client, graphs, bundles, llm, model
+                config, store, client, composed, bundles, llm, model
             )
 
     summary.traces_path = corpus_ref(traces_path, out)

@@ -49,6 +49,21 @@ class EvolveRecord(BaseModel):
     report: str = Field(description="The HTML round report, relative to OUT.")
 
 
+class ToolspaceRecord(BaseModel):
+    """The toolspace stage's outcome: the task graphs saved under tasks/ (their s_0 under
+    snapshots/) and what each step of Algorithm 1 produced."""
+
+    tasks: list[str] = Field(default_factory=list)
+    # Not `traces`: in stage records that key is a reference to a traces file (weft verify).
+    mined_traces: int = Field(default=0, description="Trajectories mined.")
+    mined_calls: int = Field(default=0, description="Calls in them.")
+    edges: dict[str, int] = Field(default_factory=dict, description="Edges by kind.")
+    environments: int = 0
+    walks_tried: int = 0
+    walks_kept: int = 0
+    rejected: dict[str, int] = Field(default_factory=dict, description="Chains not accepted.")
+
+
 def file_hash(path: Path) -> str:
     return "sha256:" + sha256_bytes(path.read_bytes())
 

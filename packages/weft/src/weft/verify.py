@@ -7,9 +7,9 @@ The corpus root is the folder holding `weft-corpus.json` (a run's OUT). Checked:
   their content hashes, and every file the manifest lists has the sha256 it recorded;
 - atomic-task libraries (`stages/atomic/*/*/library.json`): manifest and task hashes, the
   bundle reference resolves inside the corpus to the bundle the library was certified on;
-- task graphs (`stages/compose/*/tasks/*.json`): hashes, and each initial snapshot's content
-  address is held by the corpus (its `snapshots/` copy or the MegaMCP object store) with
-  exactly those bytes;
+- task graphs (`stages/compose/*/tasks/*.json`, and ToolSpace's `stages/toolspace/*/tasks/*.json`):
+  hashes, and each initial snapshot's content address is held by the corpus (its stage's
+  `snapshots/` copy or the MegaMCP object store) with exactly those bytes;
 - traces: each names (by content hash) a task graph of the corpus;
 - stage records (`done.json`) and `summary.json`: every reference is relative and resolves.
 
@@ -42,6 +42,8 @@ from weft_core.refs import (
     resolve_ref,
 )
 
+# Stages whose folders hold task graphs (tasks/) and their initial state (snapshots/).
+_TASK_STAGES: tuple[str, ...] = ("compose", "toolspace")
 # Keys that hold references to files of the corpus: in stage records, and in the summary.
 _RECORD_REFS: tuple[str, ...] = ("bundle", "library", "traces")
 _SUMMARY_REFS: tuple[str, ...] = ("traces_path",)
@@ -137,7 +139,11 @@ def _libraries(check: CorpusCheck) -> None:
 
 def _snapshot_copies(root: Path, sha: str, suffix: str = ".sqlite") -> list[Path]:
     return [
-        *sorted(root.glob(f"stages/compose/*/snapshots/{sha}{suffix}")),
+        *(
+            p
+            for s in _TASK_STAGES
+            for p in sorted(root.glob(f"stages/{s}/*/snapshots/{sha}{suffix}"))
+        ),
         *sorted(root.glob(f"megamcp/objects/blobs/{sha[:2]}/{sha}")),
     ]
 
@@ -145,7 +151,9 @@ def _snapshot_copies(root: Path, sha: str, suffix: str = ".sqlite") -> list[Path
 def _task_graphs(check: CorpusCheck) -> set[str]:
     """Check every task graph; returns their content hashes (what traces refer to)."""
     hashes: set[str] = set()
-    for path in sorted(check.root.glob("stages/compose/*/tasks/*.json")):
+    for path in [
+        p for s in _TASK_STAGES for p in sorted(check.root.glob(f"stages/{s}/*/tasks/*.json"))
+    ]:
         try:
             graph = TaskGraph.load(path)
         except WeftError as exc:
