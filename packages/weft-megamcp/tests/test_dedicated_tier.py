@@ -47,6 +47,12 @@ async def test_stdio_command_server(client: MegaMCPClient):
     await client.call_tool(a, rec.mcp_id, "note", {"name": "x.txt", "text": "changed"})
     await client.restore(a, snap)
     assert (await client.call_tool(a, rec.mcp_id, "read", {"name": "x.txt"})).text == "from a"
+    # Its state is all in the workspace (the session DB file is empty): an export carries the
+    # workspace and no DB, and a group created from it starts there.
+    ref = (await client.export(a))[rec.mcp_id]
+    assert ref.uri is None and ref.workspace_uri
+    c = await client.create_group({rec.mcp_id: None}, workspaces={rec.mcp_id: ref.workspace_uri})
+    assert (await client.call_tool(c, rec.mcp_id, "read", {"name": "x.txt"})).text == "from a"
 
 
 def test_command_placeholders_expand_to_the_session_paths(tmp_path: Path):

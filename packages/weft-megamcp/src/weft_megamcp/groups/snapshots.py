@@ -128,7 +128,13 @@ class GroupSnapshots(IdleGroups):
         with tempfile.TemporaryDirectory(prefix="megamcp-export-", dir=self.data_dir) as tmp:
             for m, root in roots.items():
                 snap = SessionSnapshot(mcp_id=m)
-                if (root / DB_NAME).exists():
+                db = root / DB_NAME
+                # A command-tier server keeps its state in the workspace; its session DB file
+                # is empty, which holds no state to export (and is no SQLite file to store).
+                wal = db.with_name(db.name + "-wal")
+                if db.exists() and (
+                    db.stat().st_size > 0 or (wal.exists() and wal.stat().st_size > 0)
+                ):
                     copy = Path(tmp) / f"{m}.sqlite"
                     snapshot_sqlite(root / DB_NAME, copy)  # one file, whatever its journal mode
                     rec = self.registry.put_snapshot(m, copy)
