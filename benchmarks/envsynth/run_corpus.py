@@ -4,6 +4,10 @@ Prints a table: specs loaded, MCPs fully certified, tools certified / total, fai
 wall time and MCPs per minute; writes every per-spec result to OUT/corpus-report.json.
 
     uv run python benchmarks/envsynth/run_corpus.py --jobs 2 [--limit N] [--out /tmp/envsynth-corpus]
+        [--json FIGURES.json]
+
+To measure other code with this script (a before/after pair), put that code's `src` folders first
+on PYTHONPATH; bundles written before `tool_semantics` existed are counted from their entities.
 """
 
 from __future__ import annotations
@@ -94,6 +98,7 @@ def main() -> None:
     ap.add_argument(
         "--keep", action="store_true", help="keep the bundles (default: delete after counting)"
     )
+    ap.add_argument("--json", help="also write the table's figures (no per-spec results) here")
     args = ap.parse_args()
     files = sorted(p for p in Path(args.corpus).glob("*.json"))
     files = files[args.offset :]
@@ -148,6 +153,9 @@ def main() -> None:
         "results": [r.model_dump(mode="json") for r in results],
     }
     (out / "corpus-report.json").write_text(json.dumps(report, indent=1))
+    if args.json:
+        figures = {k: v for k, v in report.items() if k != "results"}
+        Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
     rows = [
         ("spec files", len(files)),
         ("specs loaded", loaded),

@@ -27,13 +27,13 @@ from weft_tasks.views.simuser import (
     ProgrammaticRequestWriter,
     RequestWriter,
     SimUser,
-    TurnContext,
     build_simuser_graph,
     build_simuser_view,
     persona_of,
     render_request,
     validate_request,
 )
+from weft_tasks.views.turn import TurnContext
 
 __all__ = [
     "PERSONAS",

@@ -40,7 +40,7 @@ from weft_tasks.views.leaks import leak_problems, norm
 from weft_tasks.views.questions import Question, read_reply
 
 if TYPE_CHECKING:
-    from weft_tasks.views.simuser import TurnContext
+    from weft_tasks.views.turn import TurnContext
 
 AnswerKind = Literal["value", "pointer", "unknown", "affirm", "correct", "stick", "insist"]
 

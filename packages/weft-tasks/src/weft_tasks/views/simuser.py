@@ -48,21 +48,7 @@ from weft_tasks.views.disclosure import (
 from weft_tasks.views.leaks import leak_problems
 from weft_tasks.views.personas import PERSONAS, Persona, sample_persona
 from weft_tasks.views.questions import Question
-
-
-@dataclass(frozen=True)
-class TurnContext:
-    """Everything a request writer may use for one turn, and what it must and must not say."""
-
-    graph: TaskGraph
-    node: TaskNode
-    index: int
-    persona: Persona
-    disclosure: Disclosure
-    required: list[str]
-    forbidden: list[str]
-    future_intents: list[str]
-    template: str
+from weft_tasks.views.turn import TurnContext
 
 
 class RequestWriter(Protocol):
