@@ -29,19 +29,20 @@ from weft.stages import (
     EvolveRecord,
     RolloutsRecord,
     StageStore,
-    ToolspaceRecord,
     file_hash,
 )
 from weft.summary import MCPRow, PipelineSummary, RolloutRow
+from weft.toolspace_stage import TOOLSPACE, stage_toolspace
 from weft_core.console import get_console
 from weft_core.exceptions import WeftError
 from weft_core.models import EnvBundleManifest, TaskGraph
 from weft_envsynth.pipeline import SynthResult, synthesize_file
+from weft_megamcp.client import MegaMCPClient
 from weft_megamcp.service import GroupService
 from weft_tasks.atomic.megamcp import Registrar
 
 ENVS, ATOMIC, COMPOSE, ROLLOUTS = "envs", "atomic", "compose", "rollouts"
-SFT, EVOLVE, TOOLSPACE = "sft", "evolve", "toolspace"
+SFT, EVOLVE = "sft", "evolve"
 MODEL_CALLS = "model-calls.jsonl"  # every model call of a run, for `weft run --replay`
 
 
@@ -50,8 +51,7 @@ def _log(message: str) -> None:
 
 
 @asynccontextmanager
-async def megamcp_session(config: PipelineConfig) -> AsyncIterator[Any]:
-    from weft_megamcp.client import MegaMCPClient
+async def megamcp_session(config: PipelineConfig) -> AsyncIterator[MegaMCPClient]:
     from weft_megamcp.host import MegaMCPHost
     from weft_megamcp.settings import MegaMCPSettings
 
@@ -328,101 +328,6 @@ async def _compose(
     )
     failures = [f"{reason}: {n}" for reason, n in sorted(report.rejections.items())]
     return list(graphs), failures
-
-
-# ----------------------------------------------------------------------------- toolspace
-
-
-async def stage_toolspace(
-    config: PipelineConfig,
-    store: StageStore,
-    client: Any,
-    llm: BaseChatModel | None,
-    model: str | None,
-) -> tuple[list[TaskGraph], ToolspaceRecord, str]:
-    """ToolSpace (weft-toolspace, Algorithm 1) on the real servers hosted by the run's MegaMCP
-    host: record (or read `traces`), mine, cluster, walk, synthesize. The accepted task graphs
-    and their stored s_0 are saved under the stage folder (tasks/, snapshots/)."""
-    from weft_toolspace import servers
-    from weft_toolspace.pipeline import run_toolspace
-    from weft_toolspace.settings import ToolSpaceSettings
-    from weft_toolspace.traces import load_traces
-    from weft_toolspace.walk import WalkConfig
-    from weft_toolspace.writers import LLMTaskWriter
-
-    ts = config.toolspace
-    traces_file: Path | None = None
-    if ts.traces:
-        traces_file = (config.base_dir / ts.traces).resolve()
-        if not traces_file.is_file():
-            raise ConfigError(f"[toolspace].traces: {ts.traces!r}: no such file")
-    key = store.key(
-        TOOLSPACE,
-        {
-            "toolspace": ts.model_dump(mode="json", exclude={"traces"}),
-            "traces": file_hash(traces_file) if traces_file else None,
-            "seed": config.pipeline.seed,
-            "model": model,
-        },
-    )
-    done = store.done(TOOLSPACE, key, ToolspaceRecord)
-    folder = store.path(TOOLSPACE, key)
-    state = "cached"
-    if done is None:
-        unknown = sorted(set(ts.servers) - set(servers.SERVERS))
-        if unknown:
-            raise ConfigError(
-                f"[toolspace].servers: unknown {', '.join(unknown)} "
-                f"(known: {', '.join(servers.SERVERS)})"
-            )
-        home = ToolSpaceSettings().server_home
-        _ok, failed = await asyncio.to_thread(servers.install_all, ts.servers, home)
-        if failed:
-            raise StageError(
-                "toolspace: servers not installable: "
-                + "; ".join(f"{n}: {why}" for n, why in failed.items())
-            )
-        traces = None
-        if traces_file is not None:
-            traces, problems = load_traces([traces_file])
-            if problems:
-                raise ConfigError(f"[toolspace].traces: {problems[0]}")
-        folder = store.begin(TOOLSPACE, key)
-        run = await run_toolspace(
-            client,
-            folder,
-            names=list(ts.servers),
-            home=home,
-            traces=traces,
-            episodes=ts.episodes,
-            steps=ts.steps,
-            walk=WalkConfig(
-                length=ts.length,
-                environments=ts.envs,
-                attempts=ts.attempts,
-                seed=config.pipeline.seed,
-            ),
-            min_count=ts.min_count,
-            resolution=ts.resolution,
-            writer=LLMTaskWriter(llm) if llm is not None else None,
-        )
-        done = store.finish(
-            TOOLSPACE,
-            key,
-            ToolspaceRecord(
-                tasks=run.tasks,
-                mined_traces=run.traces,
-                mined_calls=run.calls,
-                edges=run.edges,
-                environments=run.environments,
-                walks_tried=run.walks_tried,
-                walks_kept=run.walks_kept,
-                rejected=run.rejected,
-            ),
-        )
-        state = "ran"
-    graphs = [TaskGraph.load(folder / "tasks" / f"{tid}.json") for tid in done.tasks]
-    return graphs, done, state
 
 
 # ----------------------------------------------------------------------------- stage 4
@@ -784,7 +689,7 @@ async def _environments(
 async def _composed(
     config: PipelineConfig,
     store: StageStore,
-    client: Any,
+    client: GroupService,
     bundles: list[Path],
     llm: BaseChatModel | None,
     model: str | None,
