@@ -186,3 +186,43 @@ def test_bundle_computes_dates_and_money(cal_bundle: Path, tmp_path: Path) -> No
     assert semantics["subtract_months"]["kind"] == "compute"
     assert semantics["convert_live"]["kind"] == "lookup"
     assert "gives no rate" in semantics["convert_live"]["why"]
+
+
+def test_a_conversion_over_listed_units_is_probed_with_them(tmp_path: Path) -> None:
+    # From the Toucan corpus (mcp-units): units are an enum without km/m; the km -> m probe was
+    # refused by the schema and the whole server rejected. The probe now converts 100 C to 212 F.
+    from weft_envsynth import synthesize_spec
+    from weft_envsynth._internal.computechecks import _convert_probe
+
+    unit = {"type": "string", "enum": ["C", "F"]}
+    tool = ToolSpec(
+        name="convert_temperature",
+        description="Convert between Celsius (C) and Fahrenheit (F) temperatures",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "value": {"type": "number", "description": "Temperature value to convert"},
+                "from_unit": unit | {"description": "Source temperature unit (C or F)"},
+                "to_unit": unit | {"description": "Target temperature unit (C or F)"},
+            },
+            "required": ["value", "from_unit", "to_unit"],
+        },
+    )
+    sem = compute_semantics(tool)
+    assert sem is not None and sem.op == "convert"
+    assert _convert_probe(tool, sem) == ({"x": 100, "unit_in": "C", "unit_out": "F"}, 212.0, None)
+    odd = tool.model_copy(
+        update={
+            "input_schema": {
+                **tool.input_schema,
+                "properties": {
+                    **tool.input_schema["properties"],
+                    "from_unit": {"type": "string", "enum": ["parsec"]},
+                },
+            }
+        }
+    )
+    odd_sem = compute_semantics(odd)
+    assert odd_sem is not None and _convert_probe(odd, odd_sem) is None  # no known fact fits
+    res = synthesize_spec(MCPSpec(name="units", tools=[tool]), tmp_path)
+    assert res.status == "certified", res.uncertified

@@ -223,3 +223,47 @@ def test_schema_changes_and_memo_writes_confirm_themselves(
     assert got[2][1]["insight"]["insight"] == "returns fall in june"
     # The memo is the bundle's, not a table of the user's database.
     assert got[3] == (False, {"tables": [{"name": "my pets"}]})
+
+
+def test_a_query_in_another_language_is_not_sql() -> None:
+    # From the Toucan corpus (mcp-xpath): "Select" and a `query` argument, but an XPath query.
+    xpath = _tool(
+        "xpath",
+        "Select query XML content using XPath",
+        {
+            "xml": {"type": "string", "description": "The XML content to query"},
+            "query": {"type": "string", "description": "The XPath query to execute"},
+        },
+        ["xml", "query"],
+    )
+    assert statement_semantics(xpath) is None
+    # Naming SQL as well keeps it a statement tool.
+    both = _tool("q", "Run an SQL query (or a GraphQL one)", Q, ["query"])
+    assert statement_semantics(both) is not None
+
+
+def test_a_statement_tool_with_other_required_arguments_certifies(tmp_path: Path) -> None:
+    # From the Toucan corpus (postgresql-mcp-server): the statement checks must fill the
+    # connection string, or every call is invalid and the whole server is rejected.
+    from weft_envsynth import synthesize_spec
+
+    spec = MCPSpec(
+        name="pg",
+        tools=[
+            _tool(
+                "execute_custom_query",
+                "Execute a custom SQL query against the database",
+                {
+                    "connectionString": {
+                        "type": "string",
+                        "description": "PostgreSQL connection string",
+                    },
+                    "query": {"type": "string", "description": "SQL query to execute"},
+                    "values": {"type": "array", "items": {"type": "string"}},
+                },
+                ["connectionString", "query"],
+            )
+        ],
+    )
+    res = synthesize_spec(spec, tmp_path)
+    assert res.status == "certified", res.uncertified

@@ -4,7 +4,9 @@ bundle's), with the statement kinds the definition allows.
 
 A tool is a statement tool when one string argument is the statement (named `query`, `sql`,
 `statement`, or described as SQL) and its definition speaks of SQL or names statement kinds
-(SELECT, INSERT, UPDATE, DELETE, CREATE TABLE); the kinds it names are the kinds it accepts. A tool
+(SELECT, INSERT, UPDATE, DELETE, CREATE TABLE); the kinds it names are the kinds it accepts. A
+definition that names another query language (XPath, JSONPath, GraphQL, Cypher, a regex, ...) and
+not SQL is not a statement tool. A tool
 set with a statement tool also gets its table tools: listing tables (no required argument, a
 list verb and "table" in the name) and describing one (a describe/schema verb and a table argument).
 """
@@ -29,6 +31,13 @@ _KINDS = {
     "create": re.compile(r"\bcreate table\b", re.I),
 }
 _SQL = re.compile(r"\bsql(ite)?\b", re.I)
+# A statement in another query language is not SQL, whatever verbs its description uses
+# ("Select query XML content using XPath").
+_OTHER_LANGUAGE = re.compile(
+    r"\b(xpath|xquery|jsonpath|jmespath|jq|graphql|cypher|sparql|gremlin|regex|regular expression|"
+    r"css selector|lucene|kql|promql|logql|mongo(db)? (query|filter))\b",
+    re.I,
+)
 
 
 class SqlSemantics(WeftModel):
@@ -58,6 +67,8 @@ def statement_semantics(tool: ToolSpec) -> SqlSemantics | None:
     if stmt is None or stmt not in tool.required:
         return None
     text = f"{tool.description} {_arg_text(tool, stmt)}"
+    if _OTHER_LANGUAGE.search(text) and not _SQL.search(text):
+        return None
     kinds = [k for k, rx in _KINDS.items() if rx.search(text)]
     if not kinds and not _SQL.search(text):
         return None

@@ -35,6 +35,39 @@ _MUST_FAIL: dict[str, dict[str, Any]] = {
 }
 
 
+# Conversion facts for tools whose units are an enum: (from, to, amount, answer), any case.
+_CONVERSIONS = [
+    ("km", "m", 1, 1000.0), ("m", "cm", 1, 100.0), ("kg", "g", 1, 1000.0), ("g", "kg", 1000, 1.0),
+    ("l", "ml", 1, 1000.0), ("ml", "l", 1000, 1.0), ("c", "f", 100, 212.0), ("f", "c", 212, 100.0),
+    ("celsius", "fahrenheit", 100, 212.0), ("fahrenheit", "celsius", 212, 100.0),
+    ("lb", "oz", 1, 16.0), ("h", "min", 1, 60.0), ("min", "s", 1, 60.0), ("ft", "in", 1, 12.0),
+]  # fmt: skip
+
+
+def _enum_of(tool: ToolSpec, arg: str | None) -> list[str] | None:
+    sch = tool.properties.get(arg or "")
+    values = sch.get("enum") if isinstance(sch, dict) else None
+    return [str(v) for v in values] if isinstance(values, list) and values else None
+
+
+def _convert_probe(
+    tool: ToolSpec, sem: ComputeSemantics
+) -> tuple[dict[str, Any], float, dict[str, Any] | None] | None:
+    """The default km -> m probe, or, where the definition lists the units it takes, a known
+    conversion between two of them (None: no known fact fits; the probe is left out rather than
+    sending units the schema refuses). With listed units an unknown unit is the schema's to
+    refuse, so no must-fail call is made."""
+    ins, outs = _enum_of(tool, sem.unit_in), _enum_of(tool, sem.unit_out)
+    if ins is None and outs is None:
+        return _PROBES["convert"][0], _PROBES["convert"][1], _MUST_FAIL["convert"]
+    for a, b, amount, answer in _CONVERSIONS:
+        src = next((u for u in ins or [a] if u.lower() == a), None)
+        dst = next((u for u in outs or [b] if u.lower() == b), None)
+        if src is not None and dst is not None:
+            return {"x": amount, "unit_in": src, "unit_out": dst}, answer, None
+    return None
+
+
 # Calendar facts: 2024 is a leap year; 2024-02-29 is a Thursday.
 _SHIFTS = {  # unit -> (amount, from 2024-01-31 forward, from 2024-03-31 backward)
     "days": (10, "2024-02-10", "2024-03-21"),
@@ -109,7 +142,12 @@ class ComputeChecks:
     async def compute_checks(self, tool: ToolSpec, sem: ComputeSemantics) -> None:
         must_fail = _MUST_FAIL.get(sem.op)
         want: Any
-        if sem.op in _PROBES:
+        if sem.op == "convert":
+            probe = _convert_probe(tool, sem)
+            if probe is None:
+                return  # listed units no known fact converts between: nothing checkable here
+            values, want, must_fail = probe
+        elif sem.op in _PROBES:
             values, want = _PROBES[sem.op]
         else:
             values, want, must_fail = _date_money_probe(sem)

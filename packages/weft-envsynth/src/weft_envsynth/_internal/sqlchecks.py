@@ -9,9 +9,33 @@ from pathlib import Path
 from typing import Any
 
 from weft_core.models import ToolSpec
+from weft_envsynth._internal.jsonschema import schema_type
 from weft_envsynth.sqlsem import SqlSemantics
 
 _PROBE = "weft_probe"
+
+
+def _other_required(tool: ToolSpec, given: dict[str, Any]) -> dict[str, Any]:
+    """A value of each required argument a check does not set (a connection string, a database
+    name): the check is about the statement, and a call without them is invalid, not wrong."""
+    out: dict[str, Any] = {}
+    for arg in tool.required:
+        sch = tool.properties.get(arg)
+        if arg in given or not isinstance(sch, dict):
+            continue
+        if isinstance(sch.get("enum"), list) and sch["enum"]:
+            out[arg] = sch["enum"][0]
+        elif "default" in sch:
+            out[arg] = sch["default"]
+        else:
+            out[arg] = {"string": "validation", "integer": 1, "number": 1, "boolean": False,
+                        "array": [], "object": {}}.get(schema_type(sch) or "string", "validation")  # fmt: skip
+    return out
+
+
+def _with_required(tool: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+    # Refusal checks too: a call refused only for a missing argument would pass for a wrong reason.
+    return {**_other_required(tool, args), **args}
 
 
 class SqlChecks:
@@ -42,6 +66,7 @@ class SqlChecks:
         return names[0] if names else None
 
     async def _check(self, tool: ToolSpec, name: str, args: dict[str, Any], problem: Any) -> None:
+        args = _with_required(tool, args)
         res = await self.call(tool.name, args)
         why = f"valid call failed: {res.text}" if res.is_error else problem(res.data)
         self.record(tool.name, name, "query", why is None, "runtime", why or "", args)
@@ -64,7 +89,7 @@ class SqlChecks:
             await self.expect_error(
                 tool,
                 "boundary_unknown_table",
-                {arg: "no_such_table"},
+                _with_required(tool, {arg: "no_such_table"}),
                 "runtime",
                 "an unknown table",
             )
@@ -93,11 +118,16 @@ class SqlChecks:
         if sem.verb != "any":
             wrong = "SELECT 1" if sem.verb != "select" else f"DELETE FROM {_PROBE}"
             await self.expect_error(
-                tool, "boundary_statement_kind", {arg: wrong}, "runtime", "another statement kind"
+                tool,
+                "boundary_statement_kind",
+                _with_required(tool, {arg: wrong}),
+                "runtime",
+                "another statement kind",
             )
         hidden = self._bundle_table()
         if hidden and sem.verb in ("select", "any"):
             await self.expect_error(
-                tool, "boundary_bundle_table", {arg: f'SELECT * FROM "{hidden}"'}, "runtime",
+                tool, "boundary_bundle_table", _with_required(tool, {arg: f'SELECT * FROM "{hidden}"'}),
+                "runtime",
                 "a read of the bundle's own table",
             )  # fmt: skip
