@@ -129,6 +129,15 @@ def products(helpdesk_spec: MCPSpec) -> dict[str, Any]:
     return {"analysis": a, "model": m, "contracts": cs, "plan": plan, "seed": seed}
 
 
+def _write(
+    work: Path, spec: MCPSpec, p: dict[str, Any], llm: Any, *, rounds: int, tools: set[str]
+) -> Any:
+    """`write_route_code` on the module's helpdesk products."""
+    return write_route_code(
+        work, spec, p["model"], p["contracts"], p["plan"], llm, rounds=rounds, tools=tools
+    )
+
+
 def _work(tmp_path: Path, spec: MCPSpec, p: dict[str, Any]) -> Path:
     work = tmp_path / "work"
     write_sources(work, spec, p["model"], p["contracts"], p["plan"], format_code=False)
@@ -224,15 +233,8 @@ def test_correct_code_passes_is_kept_and_served_without_the_model(
     work = _work(tmp_path, helpdesk_spec, products)
     code = CodeModel({"get_ticket": [GET_TICKET], "list_tickets": [LIST_TICKETS]})
     llm = _scripted(code)
-    plan, notes, outcomes = write_route_code(
-        work,
-        helpdesk_spec,
-        products["model"],
-        products["contracts"],
-        products["plan"],
-        llm,
-        rounds=2,
-        tools={"get_ticket", "list_tickets"},
+    plan, notes, outcomes = _write(
+        work, helpdesk_spec, products, llm, rounds=2, tools={"get_ticket", "list_tickets"}
     )
     assert {t: o.status for t, o in outcomes.items()} == {
         "get_ticket": "served",
@@ -272,15 +274,8 @@ def test_wrong_code_is_caught_and_revised_from_the_evidence(
     wrong, shown = WRONG_UPDATE[kind]
     work = _work(tmp_path, helpdesk_spec, products)
     code = CodeModel({"update_ticket": [wrong, UPDATE_TICKET]})
-    plan, _, outcomes = write_route_code(
-        work,
-        helpdesk_spec,
-        products["model"],
-        products["contracts"],
-        products["plan"],
-        _scripted(code),
-        rounds=2,
-        tools={"update_ticket"},
+    plan, _, outcomes = _write(
+        work, helpdesk_spec, products, _scripted(code), rounds=2, tools={"update_ticket"}
     )
     out = outcomes["update_ticket"]
     assert out.status == "served" and out.attempts == 2 and out.history[-1] == "passed"
@@ -304,15 +299,8 @@ def test_code_that_never_passes_leaves_the_planned_route_with_the_reason(
     work = _work(tmp_path, helpdesk_spec, products)
     wrong = WRONG_UPDATE["wrong_result"][0]
     code = CodeModel({"update_ticket": [wrong, wrong]})
-    plan, notes, outcomes = write_route_code(
-        work,
-        helpdesk_spec,
-        products["model"],
-        products["contracts"],
-        products["plan"],
-        _scripted(code),
-        rounds=1,
-        tools={"update_ticket"},
+    plan, notes, outcomes = _write(
+        work, helpdesk_spec, products, _scripted(code), rounds=1, tools={"update_ticket"}
     )
     out = outcomes["update_ticket"]
     assert out.status == "planned_route" and out.attempts == 2

@@ -15,39 +15,18 @@ from weft_toolspace.clusters import cluster, environment_of
 from weft_toolspace.models import EdgeKind
 from weft_toolspace.pipeline import mine
 from weft_toolspace.synthesize import candidates, replay, synthesize
-from weft_toolspace.traces import from_group_ledger
+from weft_toolspace.testing import record_staff_episode
 from weft_toolspace.walk import WalkConfig, Walker
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-async def _record(client: Any, name: str, i: int) -> Any:
-    g = await client.create_group(["sqlite", "memory"])
-    try:
-        for mcp, tool, args in [
-            (
-                "sqlite",
-                "create_table",
-                {"query": "CREATE TABLE staff (id INTEGER PRIMARY KEY, name TEXT)"},
-            ),
-            ("sqlite", "write_query", {"query": f"INSERT INTO staff (name) VALUES ('{name}')"}),
-            ("sqlite", "read_query", {"query": "SELECT * FROM staff"}),
-            (
-                "memory",
-                "create_entities",
-                {"entities": [{"name": name, "entityType": "person", "observations": ["staff"]}]},
-            ),
-            ("memory", "open_nodes", {"names": [name]}),
-        ]:
-            await client.call_tool(g, mcp, tool, args)
-        return from_group_ledger(await client.ledger(g), trace_id=f"rec{i}")
-    finally:
-        await client.close(g)
-
-
 async def test_walks_become_replay_verified_task_graphs(megamcp: Any, server_home: Path) -> None:
     await servers.register(megamcp, ["sqlite", "memory"], server_home)
-    traces = [await _record(megamcp, n, i) for i, n in enumerate(["Ada Lovelace", "Grace Hopper"])]
+    traces = [
+        await record_staff_episode(megamcp, n, f"rec{i}")
+        for i, n in enumerate(["Ada Lovelace", "Grace Hopper"])
+    ]
     graph = await mine(megamcp, traces)
     kinds = {
         (e.source.split("/")[1].split("(")[0], e.target.split("/")[1].split("(")[0], e.kind)

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from weft.cli import main
 from weft.config import load_config, parse_config
 from weft.errors import ConfigError
-from weft.pipeline import stage_toolspace
 from weft.stages import StageStore
+from weft.toolspace_stage import stage_toolspace
 from weft.verify import verify_corpus
 from weft_tasks.rollout import TraceSink
+from weft_toolspace.testing import record_staff_episode
 
 CONFIG = """
 [pipeline]
@@ -65,32 +65,6 @@ async def test_bad_toolspace_input_is_one_line_naming_the_setting(tmp_path: Path
         await stage_toolspace(unknown, store, None, None, None)
 
 
-async def _record(client: Any, name: str, i: int) -> Any:
-    from weft_toolspace.traces import from_group_ledger
-
-    g = await client.create_group(["sqlite", "memory"])
-    try:
-        for mcp, tool, args in [
-            (
-                "sqlite",
-                "create_table",
-                {"query": "CREATE TABLE staff (id INTEGER PRIMARY KEY, name TEXT)"},
-            ),
-            ("sqlite", "write_query", {"query": f"INSERT INTO staff (name) VALUES ('{name}')"}),
-            ("sqlite", "read_query", {"query": "SELECT * FROM staff"}),
-            (
-                "memory",
-                "create_entities",
-                {"entities": [{"name": name, "entityType": "person", "observations": ["staff"]}]},
-            ),
-            ("memory", "open_nodes", {"names": [name]}),
-        ]:
-            await client.call_tool(g, mcp, tool, args)
-        return from_group_ledger(await client.ledger(g), trace_id=f"rec{i}")
-    finally:
-        await client.close(g)
-
-
 @pytest.fixture
 async def recorded(tmp_path: Path) -> Path:
     """Two trajectories recorded on the real sqlite and memory servers, as a traces file."""
@@ -109,7 +83,10 @@ async def recorded(tmp_path: Path) -> Path:
         MegaMCPClient(host.url, host.admin_token) as client,
     ):
         await servers.register(client, ["sqlite", "memory"], home)
-        traces = [await _record(client, n, i) for i, n in enumerate(["Ada Lovelace", "Alan Kay"])]
+        traces = [
+            await record_staff_episode(client, n, f"rec{i}")
+            for i, n in enumerate(["Ada Lovelace", "Alan Kay"])
+        ]
     path = tmp_path / "traces.jsonl"
     save_traces(traces, path)
     return path
