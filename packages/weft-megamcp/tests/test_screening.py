@@ -191,9 +191,10 @@ def test_state_of_a_helper_called_per_request_is_not_shared() -> None:
 
         mcp = FastMCP("x")
 
-        def summarize(items: list[int]) -> dict[str, int]:
+        def summarize(items: list[int], labels: dict[str, str]) -> dict[str, int]:
             total = 0
             seen = {}
+            unit = labels.get("unit", "")  # a dict's get is no route registration
 
             def add(x: int) -> None:
                 nonlocal total
@@ -202,7 +203,7 @@ def test_state_of_a_helper_called_per_request_is_not_shared() -> None:
 
             for i in items:
                 add(i)
-            return {"total": total, "distinct": len(seen)}
+            return {"total": total, "distinct": len(seen), "unit": len(unit)}
 
         @mcp.tool
         def stats(items: list[int]) -> dict[str, int]:
@@ -212,7 +213,7 @@ def test_state_of_a_helper_called_per_request_is_not_shared() -> None:
                 counts.append(n)
 
             note(len(items))
-            return summarize(items)
+            return summarize(items, {})
         """
         )
         == {}

@@ -227,37 +227,26 @@ class _Scope:
     registers_handlers: bool = False
 
 
-# Decorators and calls that register a handler with an MCP server or a web app.
-_REGISTERING = {
-    "tool",
-    "resource",
-    "prompt",
-    "route",
-    "api_route",
-    "websocket",
-    "get",
-    "post",
-    "put",
-    "patch",
-    "delete",
-    "add_tool",
-    "add_resource",
-    "add_prompt",
-    "add_route",
-    "add_api_route",
-    "add_websocket_route",
-    "include_router",
-    "mount",
-}
+# Decorators that register a handler with an MCP server or a web app (`@mcp.tool`, `@app.get(...)`).
+_REGISTERING_DECORATORS = {
+    "tool", "resource", "prompt", "route", "api_route", "websocket",
+    "get", "post", "put", "patch", "delete",
+}  # fmt: skip
+# Calls that register one. HTTP verbs are not among them: `d.get(k)` or `requests.post(...)` in a
+# per-request helper would make it look like a server factory.
+_REGISTERING_CALLS = {
+    "tool", "resource", "prompt", "add_tool", "add_resource", "add_prompt", "add_route",
+    "add_api_route", "add_websocket_route", "include_router", "mount",
+}  # fmt: skip
 
 
 def _registers(node: ast.AST) -> bool:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return any(
-            _last_name(d.func if isinstance(d, ast.Call) else d) in _REGISTERING
+            _last_name(d.func if isinstance(d, ast.Call) else d) in _REGISTERING_DECORATORS
             for d in node.decorator_list
         )
-    return isinstance(node, ast.Call) and _last_name(node.func) in _REGISTERING
+    return isinstance(node, ast.Call) and _last_name(node.func) in _REGISTERING_CALLS
 
 
 def _last_name(node: ast.AST) -> str:
