@@ -53,6 +53,7 @@ from weft_tasks.compose.flows import (
 )
 from weft_tasks.compose.lifecycle import TransitionGraph, contradictions
 from weft_tasks.compose.links import input_fields, link_fields, output_fields
+from weft_tasks.compose.staleness import still_reports
 from weft_tasks.grounding.identity import link_key
 
 _CHECKS: TypeAdapter[list[Check]] = TypeAdapter(list[Check])
@@ -390,14 +391,11 @@ def assemble(
                 )
             )
             used_flows.add((flow.source.node, flow.source.output))
-        # what a read reports is valued from the initial row: after an earlier node changed
-        # rows of that table, the read may see something else, so it feeds nothing
-        stale = any(
-            n.task.mcp == task.mcp and n.task.writes and set(n.task.entities) & set(task.entities)
-            for n in nodes
-        )
-        reports.append((task.mcp, [] if stale else reported_values(task, bundle, idx)))
-        id_reports.append((task.mcp, [] if stale else reported_ids(task, bundle, idx)))
+        # what a read reports is valued from the initial row: a field an earlier node may have
+        # changed on that row (or the row it deleted) may read otherwise, so it feeds nothing
+        keep = still_reports(nodes, task.mcp, _binding_values(binding))
+        reports.append((task.mcp, reported_values(task, bundle, idx, keep)))
+        id_reports.append((task.mcp, reported_ids(task, bundle, idx, keep)))
         carried: dict[str, str] = {}
         # what a create returns is a new record, never the bound object
         created = {
@@ -453,6 +451,13 @@ def assemble(
     )
     order = stable_order(graph)
     return graph.model_copy(update={"order": order or []})
+
+
+def _binding_values(binding: EntityBinding | None) -> dict[str, Any]:
+    """'name.key' -> value of the bound object, to read `$binding` references in conditions."""
+    if binding is None:
+        return {}
+    return {f"{binding.name}.{k}": v for k, v in binding.value.items()}
 
 
 def _from_report(i: TaskInput, f: Found, node_id: str, edges: list[TaskEdge]) -> TaskInput:

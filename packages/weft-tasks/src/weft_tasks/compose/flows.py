@@ -24,6 +24,7 @@ from weft_core.models import AtomicTask, TaskInput
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import template_names
 from weft_tasks.compose.links import input_fields, output_fields
+from weft_tasks.compose.staleness import Keep
 from weft_tasks.grounding.identity import link_key
 
 _FREE_TEXT = re.compile(
@@ -62,8 +63,11 @@ def _read_row(
     return next((r for r in task.seed_rows.get(entity_name, []) if r.get(key) in key_values), None)
 
 
-def reported_values(task: AtomicTask, bundle: BundleView, node: int) -> list[Found]:
-    """What a read task reports, valued from the fixture row it reads (its key input's row)."""
+def reported_values(
+    task: AtomicTask, bundle: BundleView, node: int, keep: Keep | None = None
+) -> list[Found]:
+    """What a read task reports, valued from the fixture row it reads (its key input's row).
+    `keep` drops fields an earlier node may have changed (`staleness.still_reports`)."""
     values = {i.name: i.value for i in task.inputs}
     out: list[Found] = []
     for name, (entity_name, field) in output_fields(task, bundle).items():
@@ -72,7 +76,7 @@ def reported_values(task: AtomicTask, bundle: BundleView, node: int) -> list[Fou
         except KeyError:
             continue
         row = _read_row(task, bundle, entity_name, entity.key, values)
-        if row is None:
+        if row is None or (keep is not None and not keep(entity_name, row, field)):
             continue
         value = row.get(field)
         if (
@@ -209,9 +213,11 @@ def identity(bundle: BundleView, entity: str, field: str) -> str | None:
     return link_key(e, field)
 
 
-def reported_ids(task: AtomicTask, bundle: BundleView, node: int) -> list[tuple[str, Found]]:
+def reported_ids(
+    task: AtomicTask, bundle: BundleView, node: int, keep: Keep | None = None
+) -> list[tuple[str, Found]]:
     """(identity, what) for every output of a read that carries an object's key or link value,
-    valued from the fixture row it reads."""
+    valued from the fixture row it reads; `keep` as in `reported_values`."""
     values = {i.name: i.value for i in task.inputs}
     out: list[tuple[str, Found]] = []
     for name, (entity_name, field) in output_fields(task, bundle).items():
@@ -223,6 +229,8 @@ def reported_ids(task: AtomicTask, bundle: BundleView, node: int) -> list[tuple[
         except KeyError:
             continue
         row = _read_row(task, bundle, entity_name, entity.key, values)
+        if row is not None and keep is not None and not keep(entity_name, row, field):
+            continue
         value = row.get(field) if row is not None else None
         if isinstance(value, str) and value:
             out.append((ident, Found(node, name, field, value)))
