@@ -16,7 +16,9 @@ figure is recomputed from the task graphs, the library files and the SQLite snap
   Algorithm 1 generated after its first round;
 - objectives: distinct objective templates (values masked) among the tasks;
 - grounding: snapshots with rows that are not in the bundle's seed (new entities), with a
-  near-duplicate of a target row (distractor); for a file MCP, the files its restored initial
+  near-duplicate of a target row (distractor: another row whose name reads almost the same, or
+  for a row with no name - an account, an order - another row of the same parents whose other
+  values read almost the same); for a file MCP, the files its restored initial
   workspace holds beyond the bundle's seed (new entities) and a new file named almost like one a
   node writes (distractor): the corpus' snapshot copies go into a fresh MegaMCP host, a group
   is created from the task's refs and the MCP's listing tool looks (a ref's declared
@@ -189,6 +191,11 @@ def _natural(row: dict[str, Any], key: str) -> str:
     return ""
 
 
+def _details(row: dict[str, Any], key: str, fks: list[str]) -> str:
+    """A nameless row's own values (neither its key nor its parents), as one text."""
+    return " | ".join(f"{k}={row[k]}" for k in sorted(row) if k != key and k not in fks)
+
+
 def _listed_paths(value: Any) -> set[str]:
     """Every file a listing tool's JSON return names: items with a `path` (and a file `type`,
     when typed), or the strings of a plain list."""
@@ -319,9 +326,21 @@ def grounding_stats(
                 tgt = [
                     r for r in rows if any(v in targets for v in r.values() if isinstance(v, str))
                 ]
+                fks = [f.name for f in e.fields if f.foreign_key]
                 for t in tgt:
                     name = _natural(t, e.key)
                     if len(name) < 3:
+                        # a record with no name (an account, an order) looks like another of
+                        # the same parents whose other values read almost the same
+                        has_dup |= any(
+                            r.get(e.key) != t.get(e.key)
+                            and all(r.get(f) == t.get(f) for f in fks)
+                            and difflib.SequenceMatcher(
+                                None, _details(t, e.key, fks), _details(r, e.key, fks)
+                            ).ratio()
+                            >= 0.8
+                            for r in rows
+                        ) and any(t.get(f) is not None for f in fks)
                         continue
                     for r in rows:
                         other = _natural(r, e.key)
