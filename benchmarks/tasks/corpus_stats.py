@@ -8,7 +8,8 @@ figure is recomputed from the task graphs, the library files and the SQLite snap
 
 - data flow: node inputs by source; information edges that cross MCPs; of those, the ones carrying
   a value the user never gave (no given input of the task holds it) and the ones carrying an id a
-  create call made upstream; share of multi-MCP tasks with at least one such edge (goal >= 60%);
+  create call made upstream; share of multi-MCP tasks with at least one edge of a value never
+  given (goal >= 60%), and with at least one edge of an id created upstream;
 - length: median / max atomic-task turns per profile;
 - contradictions: tasks where a later node undoes an earlier node's effect on the same object
   (`weft_tasks.compose.lifecycle`; goal 0);
@@ -80,7 +81,7 @@ def _created_outputs(graph: TaskGraph, bundles: dict[str, BundleView]) -> dict[s
 def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[str, Any]:
     sources: Counter[str] = Counter()
     cross = never_given = created = 0
-    multi = multi_with = 0
+    multi = multi_with = multi_created = 0
     for g in graphs:
         mcp_of = {n.id: n.task.mcp for n in g.nodes}
         given = {
@@ -90,7 +91,7 @@ def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[
             if i.source == "given" and i.value is not None
         }
         made = _created_outputs(g, bundles)
-        hit = False
+        hit = hit_created = False
         for n in g.nodes:
             for i in n.inputs:
                 sources[i.source] += 1
@@ -99,11 +100,14 @@ def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[
                 cross += 1
                 fresh = json.dumps(i.value, sort_keys=True, default=str) not in given
                 never_given += fresh
-                created += (i.from_output or "") in made.get(i.from_node or "", set())
+                new_id = (i.from_output or "") in made.get(i.from_node or "", set())
+                created += new_id
                 hit |= fresh
+                hit_created |= new_id and fresh
         if len(g.mcps) >= 2:
             multi += 1
             multi_with += hit
+            multi_created += hit_created
     total = sum(sources.values())
     return {
         "node_inputs": total,
@@ -115,6 +119,7 @@ def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[
         "cross_mcp_created_ids": created,
         "multi_mcp_tasks": multi,
         "multi_mcp_with_fresh_edge_pct": _pct(multi_with, multi),
+        "multi_mcp_with_created_id_edge_pct": _pct(multi_created, multi),
     }
 
 
@@ -433,6 +438,11 @@ def show(m: dict[str, Any]) -> None:
             "multi-MCP tasks with a cross-MCP edge of a value never given",
             f"{f['multi_mcp_with_fresh_edge_pct']}% of {f['multi_mcp_tasks']}",
             ">= 60%",
+        ],
+        [
+            "multi-MCP tasks with a cross-MCP edge of an id created upstream",
+            f"{f['multi_mcp_with_created_id_edge_pct']}% of {f['multi_mcp_tasks']}",
+            "",
         ],
         [
             "tasks with contradictory transitions",

@@ -27,6 +27,7 @@ from weft_tasks.atomic.library import MCPLibrary
 from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.compose.coherence import check_coherence
 from weft_tasks.compose.composer import CompositionState, compose_graph
+from weft_tasks.compose.created import settle, unsettled
 from weft_tasks.compose.objective import llm_objective, objective_problems, write_objective
 from weft_tasks.compose.profiles import DEFAULT_PROFILES, Profile, ProfileSet, largest_remainder
 from weft_tasks.compose.sampler import CoverageSampler
@@ -211,9 +212,11 @@ class Composer:
         bundle_paths = {m: self.sampler.libs[m].bundle.path for m in graph.mcps}
         async with self._sem:
             ids = {m: await self.registrar.mcp_id(p) for m, p in bundle_paths.items()}
-            graph = _with_mcp_ids(graph, ids)
+            composed = _with_mcp_ids(graph, ids)
             last_error = ""
             for upto in (3, 2, 1):  # fall back to fewer rounds when history breaks a condition
+                # fewer rows may mean other created ids: each state settles its own
+                graph = composed
                 rows = job.grounding.rows(upto)
                 files, issues = await asyncio.to_thread(
                     write_snapshots, rows, bundle_paths, self.out / "snapshots"
@@ -229,15 +232,25 @@ class Composer:
                 # the replay's first request stores the initial DBs and workspaces (one request,
                 # not one per MCP)
                 refs = await snapshot_refs(self.registrar, files, bundle_paths, workspaces)
-                report = await replay(
-                    self.client,
-                    self.registrar,
-                    graph,
-                    {m: r.uri for m, r in refs.items()},
-                    bundle_paths,
-                    store=files,
-                    workspaces=workspaces,
-                )
+                # ids created upstream exist once the replay ran their create: settle them into
+                # the graph and replay again, so the checks verify the downstream use of each
+                for _ in range(len(graph.nodes) + 1):
+                    report = await replay(
+                        self.client,
+                        self.registrar,
+                        graph,
+                        {m: r.uri for m, r in refs.items()},
+                        bundle_paths,
+                        store=files,
+                        workspaces=workspaces,
+                    )
+                    settled = settle(graph, report.outputs)
+                    if settled is graph:
+                        break
+                    graph = settled
+                if unsettled(graph):
+                    last_error = f"created ids not settled: {', '.join(unsettled(graph))}"
+                    continue
                 if report.passed:
                     self.grounding[f"kept rounds i-{ROUND_NAMES[upto - 1]}"] += 1
                     keep = set(report.final_passing)

@@ -46,6 +46,9 @@ class ReplayReport(BaseModel):
     )
     calls: int = 0
     requests: int = Field(default=0, description="MegaMCP requests the replay made.")
+    outputs: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per node run: the outcomes its calls returned."
+    )
 
     @property
     def diagnostic(self) -> str:
@@ -137,6 +140,7 @@ async def replay(
     finally:
         report.calls = group.calls
         report.requests = group.requests
+        report.outputs = outputs
         await group.close()
 
 
