@@ -40,10 +40,15 @@ from weft_core.models import (
 )
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import render, render_checks, template_names
-from weft_tasks.compose.created import Created, created_ids, id_references, pick_created
+from weft_tasks.compose.created import (
+    Created,
+    created_ids,
+    file_created,
+    id_references,
+    pick_created,
+)
 from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
 from weft_tasks.compose.flows import (
-    Flow,
     Found,
     carry,
     link_references,
@@ -364,30 +369,9 @@ def assemble(
             inputs.append(i.model_copy(update=upd) if upd else i)
         made = pick_created(task, inputs, bundle, creations) if sources is None else None
         if made is not None:
-            # a reference to an object an earlier node created on another MCP: the id exists
-            # only once that node ran, so the input holds a placeholder the replay settles
-            name, new = made
-            src_id = f"n{new.node + 1}"
-            task = carry(task, Flow(name, Found(new.node, new.output, name, new.placeholder)))
+            task, inputs, edge = file_created(task, inputs, node_id, *made)
             values = {i.name: i.value for i in task.inputs}
-            inputs = [
-                i.model_copy(
-                    update={
-                        "value": new.placeholder,
-                        "source": "upstream",
-                        "from_node": src_id,
-                        "from_output": new.output,
-                    }
-                )
-                if i.name == name
-                else i
-                for i in inputs
-            ]
-            edges.append(
-                TaskEdge(
-                    source=src_id, target=node_id, kind=EdgeKind.INFORMATION, fields=[new.output]
-                )
-            )
+            edges.append(edge)
         known = {str(v) for v in (binding.value.values() if binding else [])} | {
             str(i.value) for n in nodes for i in n.inputs if i.source == "given"
         }

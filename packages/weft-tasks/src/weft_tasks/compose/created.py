@@ -24,8 +24,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from weft_core.models import AtomicTask, TaskGraph, TaskInput
+from weft_core.models import AtomicTask, EdgeKind, TaskEdge, TaskGraph, TaskInput
 from weft_tasks.atomic.bundle import BundleView
+from weft_tasks.compose.flows import Flow, Found, carry
 
 _REF = re.compile(r"^(?P<entity>[a-z][a-z0-9]*(?:_[a-z0-9]+)*?)_(?:ref|reference)$")
 _PLACEHOLDER = re.compile(r"<new [a-z0-9_]+ id from n\d+>")
@@ -112,6 +113,25 @@ def pick_created(
                 if c.entity == entity and (c.node, c.output) not in used:
                     return name, c
     return None
+
+
+def file_created(
+    task: AtomicTask, inputs: list[TaskInput], node_id: str, name: str, new: Created
+) -> tuple[AtomicTask, list[TaskInput], TaskEdge]:
+    """`task` (node `node_id`) with input `name` filing the id `new` will return: the input
+    upstream of the create with the placeholder as its value, the placeholder in the task's
+    checks and intent, and the information edge that carries the id."""
+    src_id = f"n{new.node + 1}"
+    task = carry(task, Flow(name, Found(new.node, new.output, name, new.placeholder)))
+    upstream = {
+        "value": new.placeholder,
+        "source": "upstream",
+        "from_node": src_id,
+        "from_output": new.output,
+    }
+    inputs = [i.model_copy(update=upstream) if i.name == name else i for i in inputs]
+    edge = TaskEdge(source=src_id, target=node_id, kind=EdgeKind.INFORMATION, fields=[new.output])
+    return task, inputs, edge
 
 
 def settle(graph: TaskGraph, outputs: Mapping[str, Mapping[str, Any]]) -> TaskGraph:
