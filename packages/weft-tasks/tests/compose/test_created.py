@@ -202,3 +202,55 @@ def test_a_combination_without_a_filed_id_swaps_one_in(bundles: dict[str, Bundle
         make,
         plain,
     ]
+
+
+def test_the_pool_holds_a_create_and_a_task_that_files_its_id(
+    bundles: dict[str, BundleView],
+) -> None:
+    from weft_tasks.atomic.library import LibraryManifest, MCPLibrary
+    from weft_tasks.compose.sampler import Combination, CoverageSampler
+
+    make = _task(bundles["helpdesk"], "create_ticket", "helpdesk.make")
+    send = _task(bundles["mailbox"], "send_email", "mailbox.send")
+    # other tasks of each MCP, none of which creates a ticket or files one
+    fillers = {
+        m: [
+            t.model_copy(
+                update={
+                    "id": f"{m}.other{k}",
+                    "outputs": {},
+                    "inputs": [i for i in t.inputs if i.name != "ticket_ref"],
+                    "reference_calls": [
+                        c.model_copy(
+                            update={
+                                "bind": {},
+                                "arguments": {
+                                    a: v for a, v in c.arguments.items() if a != "ticket_ref"
+                                },
+                            }
+                        )
+                        for c in t.reference_calls
+                    ],
+                }
+            )
+            for k in range(3)
+        ]
+        for m, t in (("helpdesk", make), ("mailbox", send))
+    }
+    libs = [
+        MCPLibrary(
+            manifest=LibraryManifest(mcp=m, domain=m, bundle_path=m),
+            tasks=[*fillers[m], t],
+            bundle=bundles[m],
+        )
+        for m, t in (("helpdesk", make), ("mailbox", send))
+    ]
+    sampler = CoverageSampler(libs, surplus=0.5, seed=0)
+    combo = Combination(mcps=["helpdesk", "mailbox"], domains=["helpdesk", "mailbox"], score=1)
+    pool = sampler.draw(combo, 2)
+    assert make in pool and send in pool and {t.mcp for t in pool} == {"helpdesk", "mailbox"}
+    assert len(pool) == 3
+    # one MCP alone files nothing across services: its pool is left as drawn
+    solo = Combination(mcps=["mailbox"], domains=["mailbox"], score=1)
+    drawn = [t for t in libs[1].tasks if t is not send][:2]
+    assert sampler._with_filed_id(solo, drawn) is drawn
