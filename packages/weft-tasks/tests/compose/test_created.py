@@ -254,3 +254,14 @@ def test_the_pool_holds_a_create_and_a_task_that_files_its_id(
     solo = Combination(mcps=["mailbox"], domains=["mailbox"], score=1)
     drawn = [t for t in libs[1].tasks if t is not send][:2]
     assert sampler._with_filed_id(solo, drawn) is drawn
+
+
+def test_a_reference_takes_only_a_reference_to_its_own_kind() -> None:
+    from weft_tasks.compose.flows import Found, _fits
+
+    ticket = Found(0, "event_ticket_ref", "ticket_ref", "TIC-0001")
+    assert _fits("ticket_ref", ticket)
+    assert not _fits("deal_ref", ticket)  # the suffix says "a reference", not to what
+    assert not _fits("order_id", Found(0, "x", "customer_id", "CUS-0001"))
+    # a word that names the kind of value still matches across entities
+    assert _fits("shipping_address", Found(0, "x", "billing_address", "1 Main St"))

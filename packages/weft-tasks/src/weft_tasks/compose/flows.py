@@ -31,6 +31,8 @@ _FREE_TEXT = re.compile(
     r"(body|content|description|note|notes|comment|message|text|summary|reason|subject|title|memo)"
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+# suffixes that say a field refers to something, not what: a ticket_ref is no deal_ref
+_GENERIC_SUFFIXES = frozenset({"id", "ref", "reference", "number", "code"})
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,10 @@ def writable_text(bundle: BundleView, task: AtomicTask) -> dict[str, str]:
 
 def _fits(field: str, found: Found) -> bool:
     """A same-named field takes its own kind of value; free text takes any reported text."""
-    if field == found.field or field.split("_")[-1] == found.field.split("_")[-1]:
+    if field == found.field:
+        return True
+    suffix = field.split("_")[-1]
+    if suffix == found.field.split("_")[-1] and suffix not in _GENERIC_SUFFIXES:
         return True
     # ids belong in reference fields, not in prose: free text takes names, subjects, statuses
     return bool(_FREE_TEXT.search(field)) and not found.field.endswith("_id")
