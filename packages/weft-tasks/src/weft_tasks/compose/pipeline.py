@@ -232,25 +232,35 @@ class Composer:
                 # the replay's first request stores the initial DBs and workspaces (one request,
                 # not one per MCP)
                 refs = await snapshot_refs(self.registrar, files, bundle_paths, workspaces)
-                # ids created upstream exist once the replay ran their create: settle them into
-                # the graph and replay again, so the checks verify the downstream use of each
-                for _ in range(len(graph.nodes) + 1):
-                    report = await replay(
+                snaps = {m: r.uri for m, r in refs.items()}
+                if unsettled(graph):
+                    # ids created upstream exist once their create ran: a probe runs the calls,
+                    # the ids it saw replace the placeholders, then the replay verifies that
+                    # each downstream row holds exactly the id created upstream
+                    probe = await replay(
                         self.client,
                         self.registrar,
                         graph,
-                        {m: r.uri for m, r in refs.items()},
+                        snaps,
                         bundle_paths,
                         store=files,
                         workspaces=workspaces,
+                        probe=True,
                     )
-                    settled = settle(graph, report.outputs)
-                    if settled is graph:
-                        break
-                    graph = settled
-                if unsettled(graph):
-                    last_error = f"created ids not settled: {', '.join(unsettled(graph))}"
-                    continue
+                    graph = settle(graph, probe.outputs)
+                    if unsettled(graph):
+                        why = probe.diagnostic or "no id returned"
+                        last_error = f"created ids not settled ({why}): {unsettled(graph)}"
+                        continue
+                report = await replay(
+                    self.client,
+                    self.registrar,
+                    graph,
+                    snaps,
+                    bundle_paths,
+                    store=files,
+                    workspaces=workspaces,
+                )
                 if report.passed:
                     self.grounding[f"kept rounds i-{ROUND_NAMES[upto - 1]}"] += 1
                     keep = set(report.final_passing)
