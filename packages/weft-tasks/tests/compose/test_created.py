@@ -265,3 +265,13 @@ def test_a_reference_takes_only_a_reference_to_its_own_kind() -> None:
     assert not _fits("order_id", Found(0, "x", "customer_id", "CUS-0001"))
     # a word that names the kind of value still matches across entities
     assert _fits("shipping_address", Found(0, "x", "billing_address", "1 Main St"))
+
+
+def test_a_probe_runs_only_up_to_the_last_create_a_placeholder_waits_for(
+    bundles: dict[str, BundleView],
+) -> None:
+    from weft_tasks.compose.created import probe_prefix
+
+    graph = _composed(bundles)
+    assert probe_prefix(graph).order == graph.order[:1]  # the ticket's create, not the email
+    assert probe_prefix(settle(graph, {"n1": {"ticket_id": "TIC-0042"}})).order == []

@@ -153,6 +153,19 @@ def settle(graph: TaskGraph, outputs: Mapping[str, Mapping[str, Any]]) -> TaskGr
     return TaskGraph.model_validate_json(text)
 
 
+def probe_prefix(graph: TaskGraph) -> TaskGraph:
+    """`graph` run only up to the last node whose created id a placeholder waits for: what a
+    probe needs to run (creates come early, so this is usually a short prefix)."""
+    sources = {
+        i.from_node
+        for n in graph.nodes
+        for i in n.inputs
+        if i.source == "upstream" and is_placeholder(i.value)
+    }
+    last = max((k for k, nid in enumerate(graph.order) if nid in sources), default=-1)
+    return graph.model_copy(update={"order": graph.order[: last + 1]})
+
+
 def unsettled(graph: TaskGraph) -> list[str]:
     """Placeholders still in the graph's inputs (a graph with any is not finished)."""
     return [

@@ -27,7 +27,7 @@ from weft_tasks.atomic.library import MCPLibrary
 from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.compose.coherence import check_coherence
 from weft_tasks.compose.composer import CompositionState, compose_graph
-from weft_tasks.compose.created import settle, unsettled
+from weft_tasks.compose.created import probe_prefix, settle, unsettled
 from weft_tasks.compose.objective import llm_objective, objective_problems, write_objective
 from weft_tasks.compose.profiles import DEFAULT_PROFILES, Profile, ProfileSet, largest_remainder
 from weft_tasks.compose.sampler import CoverageSampler
@@ -240,7 +240,7 @@ class Composer:
                     probe = await replay(
                         self.client,
                         self.registrar,
-                        graph,
+                        probe_prefix(graph),
                         snaps,
                         bundle_paths,
                         store=files,
