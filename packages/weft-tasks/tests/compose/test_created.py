@@ -275,3 +275,12 @@ def test_a_probe_runs_only_up_to_the_last_create_a_placeholder_waits_for(
     graph = _composed(bundles)
     assert probe_prefix(graph).order == graph.order[:1]  # the ticket's create, not the email
     assert probe_prefix(settle(graph, {"n1": {"ticket_id": "TIC-0042"}})).order == []
+
+
+def test_the_objective_says_the_id_was_created_not_found(bundles: dict[str, BundleView]) -> None:
+    from weft_tasks.compose.objective import objective_problems, write_objective
+
+    graph = _composed(bundles)
+    text = write_objective(graph, bundles)
+    assert "using the ticket id created in helpdesk" in text, text
+    assert "<new" not in text and objective_problems(text, graph, bundles) == []
