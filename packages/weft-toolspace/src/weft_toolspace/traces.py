@@ -79,6 +79,49 @@ def from_weft_trace(trace: Trace) -> TraceRecord:
     return from_ledger_entries(trace.ledger, trace_id=trace.id, prompt=prompt)
 
 
+# A recorded call mutates when its tool is named by a write verb (OpenAI transcripts carry no
+# mutation flag; MCP tool names put the verb first, as the example MCPs and real servers do).
+WRITE_VERBS = frozenset(
+    [
+        "add",
+        "append",
+        "approve",
+        "assign",
+        "cancel",
+        "close",
+        "create",
+        "delete",
+        "edit",
+        "escalate",
+        "freeze",
+        "insert",
+        "move",
+        "open",
+        "post",
+        "put",
+        "record",
+        "refund",
+        "reject",
+        "remove",
+        "rename",
+        "reschedule",
+        "reset",
+        "send",
+        "set",
+        "ship",
+        "terminate",
+        "unfreeze",
+        "update",
+        "upsert",
+        "write",
+    ]
+)
+
+
+def write_verb(tool: str) -> bool:
+    return tool.split("__")[-1].split("_")[0].lower() in WRITE_VERBS
+
+
 _ERROR_PREFIXES = ("error", "traceback", "exception")
 
 
@@ -141,6 +184,9 @@ def from_openai_messages(
                     arguments=args,
                     result=None if failed else parsed,
                     error=text if failed else None,
+                    # No flag in the transcript: a tool named by a write verb is taken to have
+                    # changed state when it succeeded (what makes its environment an operation one).
+                    mutated=not failed and write_verb(tool),
                 )
             )
     return TraceRecord(id=trace_id, source="openai", prompt=prompt, calls=calls)

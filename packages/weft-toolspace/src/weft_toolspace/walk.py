@@ -41,6 +41,7 @@ from weft_toolspace.models import (
 from weft_toolspace.traces import parse_value
 
 if TYPE_CHECKING:
+    from weft_core.models import SnapshotRef
     from weft_megamcp import GroupHandle, MegaMCPClient
 
 
@@ -240,9 +241,17 @@ class Walker:
     """Runs walk attempts on one group; `env_of` maps a node to its environment id."""
 
     def __init__(
-        self, client: MegaMCPClient, graph: ToolGraph, env_of: dict[str, str], cfg: WalkConfig
+        self,
+        client: MegaMCPClient,
+        graph: ToolGraph,
+        env_of: dict[str, str],
+        cfg: WalkConfig,
+        initial: dict[str, SnapshotRef] | None = None,
     ) -> None:
+        """`initial`: stored s_0 per server (`export.store_initial_state`: seeded state-query
+        environments, bundle seeds); servers without one start from their own start state."""
         self.client = client
+        self.initial = initial or {}
         self.graph = graph
         self.env_of = env_of
         self.cfg = cfg
@@ -255,7 +264,13 @@ class Walker:
 
     async def run(self) -> list[Chain]:
         mcps = sorted({n.mcp for n in self.graph.nodes.values()})
-        group = await self.client.create_group(mcps)
+        refs = self.initial
+        group = await self.client.create_group(
+            {m: refs[m].uri if m in refs else None for m in mcps},
+            workspaces={
+                m: r.workspace_uri for m, r in refs.items() if r.workspace_uri and m in mcps
+            },
+        )
         chains: list[Chain] = []
         try:
             s0 = await self.client.snapshot(group)
