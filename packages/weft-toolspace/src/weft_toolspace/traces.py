@@ -79,47 +79,40 @@ def from_weft_trace(trace: Trace) -> TraceRecord:
     return from_ledger_entries(trace.ledger, trace_id=trace.id, prompt=prompt)
 
 
-# A recorded call mutates when its tool is named by a write verb (OpenAI transcripts carry no
-# mutation flag; MCP tool names put the verb first, as the example MCPs and real servers do).
-WRITE_VERBS = frozenset(
+# OpenAI transcripts carry no mutation flag. MCP tool names put the verb first (as the example
+# MCPs and the real servers do): a call whose verb only looks (reads, lists, searches, computes)
+# changed nothing; any other verb (create, lend, ship, ...) is taken to have changed state when
+# the call succeeded. A wrong "mutated" costs a state edge that counterfactual replay never finds.
+READ_VERBS = frozenset(
     [
-        "add",
-        "append",
-        "approve",
-        "assign",
-        "cancel",
-        "close",
-        "create",
-        "delete",
-        "edit",
-        "escalate",
-        "freeze",
-        "insert",
-        "move",
-        "open",
-        "post",
-        "put",
-        "record",
-        "refund",
-        "reject",
-        "remove",
-        "rename",
-        "reschedule",
-        "reset",
-        "send",
-        "set",
-        "ship",
-        "terminate",
-        "unfreeze",
-        "update",
-        "upsert",
-        "write",
+        "get",
+        "read",
+        "list",
+        "search",
+        "find",
+        "show",
+        "describe",
+        "query",
+        "fetch",
+        "lookup",
+        "view",
+        "count",
+        "check",
+        "validate",
+        "convert",
+        "calculate",
+        "compute",
+        "format",
+        "parse",
+        "explain",
+        "summarize",
+        "directory",
     ]
 )
 
 
 def write_verb(tool: str) -> bool:
-    return tool.split("__")[-1].split("_")[0].lower() in WRITE_VERBS
+    return tool.split("__")[-1].split("_")[0].lower() not in READ_VERBS
 
 
 _ERROR_PREFIXES = ("error", "traceback", "exception")

@@ -265,11 +265,15 @@ class Walker:
     async def run(self) -> list[Chain]:
         mcps = sorted({n.mcp for n in self.graph.nodes.values()})
         refs = self.initial
-        group = await self.client.create_group(
-            {m: refs[m].uri if m in refs else None for m in mcps},
-            workspaces={
-                m: r.workspace_uri for m, r in refs.items() if r.workspace_uri and m in mcps
-            },
+        group = (
+            await self.client.create_group(
+                {m: refs[m].uri if m in refs else None for m in mcps},
+                workspaces={
+                    m: r.workspace_uri for m, r in refs.items() if r.workspace_uri and m in mcps
+                },
+            )
+            if refs
+            else await self.client.create_group(mcps)
         )
         chains: list[Chain] = []
         try:
