@@ -108,6 +108,33 @@ def _schema_of(values: list[Any]) -> dict[str, Any]:
     return out
 
 
+_VERB_SENSE = {
+    "create": ("add", "create", "register", "insert", "new", "make"),
+    "get": ("get", "read", "fetch", "view", "show", "describe", "lookup"),
+    "list": ("list", "search", "find", "query"),
+    "update": ("update", "edit", "set", "modify", "change"),
+    "delete": ("delete", "remove", "drop"),
+}
+_SENTENCE = {
+    "create": "Create a new {obj} record.",
+    "get": "Get one {obj} by its id.",
+    "list": "List {obj} records.",
+    "update": "Update an existing {obj}.",
+    "delete": "Delete a {obj}.",
+}
+
+
+def describe(tool: str) -> str:
+    """A tool's description from its name alone, in the words envsynth reads definitions by (a
+    transcript's `add_book` creates a book record, `lend_book` lends a book)."""
+    verb, _, obj = tool.partition("_")
+    obj = obj.replace("_", " ") or "item"
+    for sense, verbs in _VERB_SENSE.items():
+        if verb.lower() in verbs:
+            return _SENTENCE[sense].format(obj=obj.removesuffix("s") if sense == "list" else obj)
+    return f"{verb.capitalize()} a {obj} (changes its state)."
+
+
 def spec_from_traces(traces: Iterable[TraceRecord], mcp: str) -> MCPSpec:
     """Tool definitions of server `mcp` reconstructed from its recorded calls: per tool, the
     arguments every call gave are required, the others optional; types and examples from the
@@ -126,11 +153,10 @@ def spec_from_traces(traces: Iterable[TraceRecord], mcp: str) -> MCPSpec:
         props = {n: _schema_of([a[n] for a, _ in seen if n in a]) for n in names}
         required = [n for n in names if all(n in a for a, _ in seen)]
         results = [r for _, r in seen if r is not None]
-        words = tool.replace("_", " ")
         tools.append(
             ToolSpec(
                 name=tool,
-                description=f"{words[:1].upper()}{words[1:]}.",
+                description=describe(tool),
                 input_schema={"type": "object", "properties": props, "required": required},
                 output_schema=_schema_of(results) if results else None,
             )

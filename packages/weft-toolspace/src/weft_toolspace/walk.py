@@ -178,16 +178,7 @@ def _from_example(
             )
         else:
             path = b.source.rstrip("^")
-            found = []
-            for o in returns:  # o_t first, then earlier returns
-                found = [
-                    (p, v)
-                    for p, v in leaves(o)
-                    if ((path == "$" and p == "") or _shape(p) == _shape(path))
-                    and type(v) is type(b.value)
-                ]
-                if found:
-                    break
+            found = _same_field(returns, path, b.value)
             aligned = [(p, v) for p, v in found if anchor is not None and _index(p) == anchor]
             pick = rng.choice(aligned or found) if found else None
             if pick is not None and anchor is None:
@@ -199,6 +190,31 @@ def _from_example(
             continue
         _bind(args, b, new)
     return args
+
+
+def _same_field(returns: list[Any], path: str, value: Any) -> list[tuple[str, Any]]:
+    """Leaves of the newest return that has the recorded output path (list indices match any),
+    else of the newest with a leaf under the same field name: a server materialised from its
+    definitions (an envsynth bundle of a server known only from traces) may nest the field it
+    returns differently (`book.book_id` for a recorded `book_id`); it is the same field."""
+    for o in returns:  # o_t first, then earlier returns
+        found = [
+            (p, v)
+            for p, v in leaves(o)
+            if ((path == "$" and p == "") or _shape(p) == _shape(path)) and type(v) is type(value)
+        ]
+        if found:
+            return found
+    key = path.rsplit(".", 1)[-1]
+    if path == "$" or key.isdigit():
+        return []
+    for o in returns:
+        found = [
+            (p, v) for p, v in leaves(o) if p.rsplit(".", 1)[-1] == key and type(v) is type(value)
+        ]
+        if found:
+            return found
+    return []
 
 
 def _same_object(b: Binding, prev_args: dict[str, Any]) -> Any:
