@@ -150,3 +150,23 @@ def test_explorer_values_by_format() -> None:
 
 def test_example_names_are_the_example_specs() -> None:
     assert {"crm", "helpdesk", "orders"} <= set(example_names())
+
+
+def test_stateless_servers_are_those_that_keep_no_state() -> None:
+    from weft_toolspace.environments import stateless
+
+    flagged = TraceRecord(
+        id="t",
+        source="ledger",
+        calls=[
+            # A command-tier call is flagged when anything in its session changed: not evidence.
+            TraceCall(mcp="time", tool="get_current_time", mutated=True),
+            TraceCall(mcp="weather", tool="get_forecast", mutated=False),
+            TraceCall(mcp="kennel", tool="create_dog", mutated=True),
+        ],
+    )
+    assert stateless("time", [flagged])  # pointed at no workspace and no DB
+    assert not stateless("memory", [])  # keeps its graph in the workspace
+    assert not stateless("sqlite", [])
+    assert stateless("weather", [flagged])  # known from traces only, never changed anything
+    assert not stateless("kennel", [flagged])

@@ -249,6 +249,19 @@ def seed_files(traces: Iterable[TraceRecord], mcp: str) -> dict[str, str]:
     return out
 
 
+def stateless(mcp: str, traces: Iterable[TraceRecord]) -> bool:
+    """Whether server `mcp` keeps no state: a real server pointed at neither a workspace nor a
+    session DB has nowhere to keep any (time); a server known from traces only, when no
+    recorded call of it changed state. (The ledger's per-call flag is not used for real servers:
+    a command-tier call is marked mutated when anything in its session changed, and time's calls
+    are, now and then.)"""
+    spec = servers.SERVERS.get(mcp)
+    if spec is not None:
+        values = (*spec.args, *spec.env.values())
+        return not any(servers.WS in v or servers.DB in v for v in values)
+    return not any(c.mutated for t in traces for c in t.calls if c.mcp == mcp)
+
+
 @dataclass
 class Materialised:
     """How each server of the graph is hosted for walks and replays."""
@@ -276,9 +289,9 @@ async def materialise(
 ) -> Materialised:
     """Materialise every environment (§4.1.3) on `client`, which already hosts the servers in
     `hosted` (real servers and the given `bundles`): servers of operation environments with no
-    host get an envsynth bundle from their recorded definitions; servers of state-query
-    environments get s_0 files from recorded outputs; stateless servers are replaced by replay
-    servers. Files land under `folder` (bundles/, replay/)."""
+    host get an envsynth bundle from their recorded definitions; stateless servers (`stateless`)
+    are replaced by replay servers; the other servers of state-query environments get s_0 files
+    from recorded outputs. Files land under `folder` (bundles/, replay/)."""
     out = Materialised(bundles=dict(bundles or {}))
     kinds: dict[str, set[EnvironmentKind]] = {}
     for e in envs:
@@ -286,15 +299,15 @@ async def materialise(
             kinds.setdefault(m, set()).add(e.kind)
     for mcp, ks in sorted(kinds.items()):
         if mcp not in hosted and mcp not in out.bundles:
-            if EnvironmentKind.OPERATION not in ks and ks != {EnvironmentKind.STATELESS}:
-                raise ToolSpaceUserError(
-                    f"server {mcp!r}: known only from traces and never mutates"
-                )
             if EnvironmentKind.OPERATION in ks:
                 out.bundles[mcp] = synthesize_bundle(traces, mcp, folder / "bundles")
                 await register_bundles(client, {mcp: out.bundles[mcp]})
                 continue
-        if ks == {EnvironmentKind.STATELESS}:
+            if not stateless(mcp, traces):
+                raise ToolSpaceUserError(
+                    f"server {mcp!r}: known only from traces, reads state it never wrote"
+                )
+        if mcp not in out.bundles and stateless(mcp, traces):
             module = write_replay_module(traces, mcp, folder / "replay" / f"replay_{mcp}.py")
             await client.register(module, name=mcp)  # a new version of `mcp`: groups get it
             out.replayed[mcp] = module
