@@ -121,6 +121,28 @@ def test_seed_files_from_recorded_outputs() -> None:
     assert seed_files(traces, "time") == {}
 
 
+def test_seed_files_leave_out_what_the_trace_itself_made() -> None:
+    # An explorer starts from empty servers: what its reads show, it wrote first. That is no
+    # part of s_0 (seeding it made every later create_entities of the same name a no-op).
+    made = {"name": "Alan Turing", "entityType": "person", "observations": ["ciphers"]}
+    shown = {"entities": [made, *MEMORY_READ["entities"]], "relations": MEMORY_READ["relations"]}
+    trace = TraceRecord(
+        id="w",
+        source="ledger",
+        calls=[
+            TraceCall(mcp="memory", tool="create_entities", arguments={"entities": [made]}, result=[made], mutated=True),
+            TraceCall(mcp="memory", tool="add_observations", arguments={"observations": [{"entityName": "Ada Lovelace", "contents": ["engines"]}]}, result=[], mutated=True),
+            TraceCall(mcp="memory", tool="read_graph", result=shown, mutated=False),
+            TraceCall(mcp="filesystem", tool="write_file", arguments={"path": "n.md", "content": "x"}, result="ok", mutated=True),
+            TraceCall(mcp="filesystem", tool="read_text_file", arguments={"path": "n.md"}, result="x", mutated=False),
+        ],
+    )  # fmt: skip
+    lines = [json.loads(x) for x in seed_files([trace], "memory")["memory.jsonl"].splitlines()]
+    assert [x.get("name") for x in lines] == ["Ada Lovelace", "Grace Hopper", None]
+    assert lines[0]["observations"] == []  # the trace added "engines" itself
+    assert seed_files([trace], "filesystem") == {}
+
+
 def test_explorer_fills_object_ids_from_what_results_showed() -> None:
     schema = {
         "type": "object",

@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 from weft_core.models import MCPSpec, ToolSpec
 from weft_toolspace import servers
 from weft_toolspace.exceptions import ToolSpaceRuntimeError, ToolSpaceUserError
+from weft_toolspace.graph import leaves
 from weft_toolspace.models import Environment, EnvironmentKind, TraceRecord
 from weft_toolspace.replay import write_replay_module
+from weft_toolspace.traces import write_verb
 
 if TYPE_CHECKING:
     from weft_megamcp import MegaMCPClient
@@ -200,40 +202,71 @@ def _safe(path: Any) -> str | None:
     return str(p)
 
 
+_IDENTITY = ("name", "path", "destination")
+
+
 def seed_files(traces: Iterable[TraceRecord], mcp: str) -> dict[str, str]:
     """s_0 of a state-query environment from what its reads returned ({workspace path: text}):
     the entities and relations any read of a knowledge graph showed (the first recorded version
-    of each: the state before the trace changed it), written in the memory server's file format,
-    and each file a `read_*file` call returned, at the path it was read from."""
+    of each), written in the memory server's file format, and each file a `read_*file` call
+    returned, at the path it was read from. Only what was there before the trace: an object an
+    earlier call of the same trace wrote (its name, path or text among that call's arguments)
+    was made by the trace, not found in s_0 (an exploring agent that starts from empty servers
+    seeds nothing)."""
     entities: dict[str, dict[str, Any]] = {}
     relations: dict[str, dict[str, Any]] = {}
     files: dict[str, str] = {}
     for tr in traces:
+        # What the trace's earlier writes named as the object they made (a `name`, a `path`)
+        # and every text they wrote (observations, relation ends).
+        made: set[str] = set()
+        written: set[str] = set()
         for c in tr.calls:
-            if c.mcp != mcp or not c.ok:
+            wrote = c.ok and (c.mutated or (c.mutated is None and write_verb(c.tool)))
+            texts = [(p, v) for p, v in leaves(c.arguments) if isinstance(v, str)] if wrote else []
+            names = {v for p, v in texts if p.rsplit(".", 1)[-1] in _IDENTITY}
+            if c.mcp != mcp or not c.ok or wrote:  # a write's result shows what it made
+                made |= names
+                written |= {v for _, v in texts}
                 continue
             r = c.result
             if isinstance(r, dict):
                 for e in r.get("entities") or []:
-                    if isinstance(e, dict) and isinstance(e.get("name"), str) and "entityType" in e:
+                    if (
+                        isinstance(e, dict)
+                        and isinstance(e.get("name"), str)
+                        and "entityType" in e
+                        and e["name"] not in made
+                    ):
                         entities.setdefault(
                             e["name"],
                             {
                                 "type": "entity",
                                 "name": e["name"],
                                 "entityType": str(e["entityType"]),
-                                "observations": [str(o) for o in e.get("observations") or []],
+                                "observations": [
+                                    str(o) for o in e.get("observations") or [] if o not in written
+                                ],
                             },
                         )
                 for rel in r.get("relations") or []:
-                    if isinstance(rel, dict) and {"from", "to", "relationType"} <= set(rel):
+                    if (
+                        isinstance(rel, dict)
+                        and {"from", "to", "relationType"} <= set(rel)
+                        and not {rel["from"], rel["to"], rel["relationType"]} <= written
+                    ):
                         rec = {
                             "type": "relation",
                             **{k: str(rel[k]) for k in ("from", "to", "relationType")},
                         }
                         relations.setdefault(json.dumps(rec, sort_keys=True), rec)
             path = _safe(c.arguments.get("path"))
-            if path and re.match(r"read(_text)?_file$", c.tool) and isinstance(r, str):
+            if (
+                path
+                and path not in made
+                and re.match(r"read(_text)?_file$", c.tool)
+                and isinstance(r, str)
+            ):
                 files.setdefault(path, r if r.endswith("\n") or not r else r + "\n")
     graph_file = _memory_file(mcp)
     out = dict(files)
