@@ -165,6 +165,11 @@ def _lookup(name: str, src: dict[str, Any], call: _Call) -> tuple[bool, Any]:
         for cand, k in byname.items():
             if cand == core or _singular(cand) == _singular(core):
                 return True, src[k]
+    # The name ends with a column's whole name (`card_balance` -> `balance`); not a bare `id`,
+    # which is another record's (`user_id` of a message is not the message's id).
+    for cand, k in byname.items():
+        if cand not in {"id", "key"} and norm.endswith("_" + cand):
+            return True, src[k]
     return False, None
 
 
