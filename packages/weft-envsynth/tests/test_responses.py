@@ -35,7 +35,9 @@ def arr(items: Any) -> dict[str, Any]:
 TWEET = {"tweet_id": 7, "username": "tech_guru", "content": "hi", "tags": ["#a"], "mentions": []}
 
 
-def shape(schema: Any, *, entity: str = "tweet", key: str = "tweet_id", **kw: Any) -> dict[str, Any]:
+def shape(
+    schema: Any, *, entity: str = "tweet", key: str = "tweet_id", **kw: Any
+) -> dict[str, Any]:
     return {"schema": schema, "entity": entity, "key": key, **kw}
 
 
@@ -74,8 +76,9 @@ def test_a_list_of_scalars_is_the_column_callers_name_else_a_named_key() -> None
     made_up_key = shape(doc, entity="watchlist", key="watchlist_id", labels=["stock"])
     assert shaped(rows, {}, made_up_key)["watchlist"] == ["NVDA"]
     orders = {"items": [{"order_id": 12446, "symbol": "TSLA"}], "count": 1, "total": 1}
-    named = shape(obj(order_history=arr(I)), entity="order", key="order_id", key_named=True,
-                  labels=["symbol"])  # fmt: skip
+    named = shape(
+        obj(order_history=arr(I)), entity="order", key="order_id", key_named=True, labels=["symbol"]
+    )
     assert shaped(orders, {}, named)["order_history"] == [12446]
     # One record a write touched is a list of one.
     one = shaped({"watchlist": rows["items"][0]}, {"stock": "NVDA"}, made_up_key)
@@ -84,8 +87,11 @@ def test_a_list_of_scalars_is_the_column_callers_name_else_a_named_key() -> None
 
 def test_documented_wrappers_around_the_record() -> None:
     row = {"id": "M-1", "received_count": 3, "total_contacts": 2}
-    got = shaped({"stat": row}, {}, shape(obj(stats=obj(received_count=I, total_contacts=I)),
-                                          entity="stat", key="id"))  # fmt: skip
+    got = shaped(
+        {"stat": row},
+        {},
+        shape(obj(stats=obj(received_count=I, total_contacts=I)), entity="stat", key="id"),
+    )
     assert got["stats"] == {"received_count": 3, "total_contacts": 2}
     wrapped = shaped({"tweet": TWEET}, {}, shape(obj(result=obj(id=I, content=S))))
     assert wrapped["result"]["id"] == 7 and wrapped["result"]["content"] == "hi"
@@ -117,7 +123,7 @@ def test_documented_scalar_responses_are_answered_in_their_type() -> None:
 
 def test_values_take_the_documented_type_where_nothing_is_lost() -> None:
     assert coerce("3", I) == 3 and coerce(2.0, I) == 2 and coerce("2.5", N) == 2.5
-    assert coerce(7, S) == "7" and coerce("true", B) is True and coerce("[1]", arr(I)) == [1]
+    assert coerce(7, S) == "7" and coerce(["a"], S) == ["a"] and coerce("true", B) is True and coerce("[1]", arr(I)) == [1]
     assert coerce("TIC-0001", I) == "TIC-0001"  # not a number: kept, the probe reports it
     assert coerce("x", {"type": ["string", "integer"]}) == "x"  # contradictory: unchanged
     assert coerce(True, I) is True
@@ -169,7 +175,9 @@ def test_the_probe_reads_the_answer_not_the_record() -> None:
         "type: id is str, not integer"
     ]
     assert documented_problems(_tool(S), {"result": "ok"}) == []
-    assert documented_problems(_tool(S), {"ticket": {}}) == ["the answer is not the documented string"]
+    assert documented_problems(_tool(S), {"ticket": {}}) == [
+        "the answer is not the documented string"
+    ]
     assert documented_problems(_tool({"type": "object", "properties": "x"}), {}) == []
     assert "behaviour_documented_fields" not in ADVISORY_CHECKS
     assert documents_records(_tool(obj(watchlist=arr(S)))) and not documents_records(_tool(obj()))
@@ -190,8 +198,11 @@ DESK = MCPSpec(
             name="get_ticket",
             description="Get a ticket",
             input_schema={**obj(ticket_id=S), "required": ["ticket_id"]},
-            output_schema={"type": "object", "properties": {"result": {"$ref": "#/$defs/T"}},
-                           "$defs": {"T": obj(id=S, title=S)}},  # fmt: skip
+            output_schema={
+                "type": "object",
+                "properties": {"result": {"$ref": "#/$defs/T"}},
+                "$defs": {"T": obj(id=S, title=S)},
+            },
         ),
         ToolSpec(
             name="search_tickets",
@@ -276,7 +287,9 @@ def test_a_bundle_answers_every_documented_field_from_its_state(desk: Path, tmp_
     assert not any(str(w).startswith("WAT-") for w in watched["watchlist"])
     validation = json.loads((desk / "validation.json").read_text())
     checks = validation["rounds"][-1]["checks"]
-    probe = {c["tool"] for c in checks if c["name"] == "behaviour_documented_fields" and c["passed"]}
+    probe = {
+        c["tool"] for c in checks if c["name"] == "behaviour_documented_fields" and c["passed"]
+    }
     assert "create_ticket" in probe
 
 

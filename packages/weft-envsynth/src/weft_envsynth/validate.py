@@ -141,7 +141,11 @@ class _Validator(
         # (runtime.ROUTE_RESULT_META) are what the documented-fields probe reads.
         shaped = res.structured_content
         own = (res.meta or {}).get("weft/route_result")
-        data = {**(shaped if isinstance(shaped, dict) else {}), **own} if isinstance(own, dict) else shaped
+        data = (
+            {**(shaped if isinstance(shaped, dict) else {}), **own}
+            if isinstance(own, dict)
+            else shaped
+        )
         return _Call(bool(res.is_error), data, text, shaped)
 
     def state(self) -> Rows:

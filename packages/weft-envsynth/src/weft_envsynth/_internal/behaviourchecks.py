@@ -86,7 +86,8 @@ def documented_problems(tool: ToolSpec, data: Any) -> list[str]:
         return []
     if not isinstance(data, dict):
         return ["the answer is not an object"]
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    listed = schema.get("required")
+    required: list[Any] = listed if isinstance(listed, list) else []
     problems: list[str] = []
     for name, sub in props.items():
         if not isinstance(name, str):

@@ -97,8 +97,8 @@ def coerce(value: Any, schema: Any) -> Any:
             return value
         if isinstance(value, int | float):
             return str(value)
-        if isinstance(value, dict | list):
-            return json.dumps(value, ensure_ascii=False)
+        # A list or record documented as a string stays structured (likely a slip of the
+        # documentation; the type probe reports it).
     elif t == "boolean" and isinstance(value, str) and value.lower() in {"true", "false"}:
         return value.lower() == "true"
     elif t == "array":
