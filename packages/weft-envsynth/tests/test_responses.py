@@ -123,7 +123,12 @@ def test_documented_scalar_responses_are_answered_in_their_type() -> None:
 
 def test_values_take_the_documented_type_where_nothing_is_lost() -> None:
     assert coerce("3", I) == 3 and coerce(2.0, I) == 2 and coerce("2.5", N) == 2.5
-    assert coerce(7, S) == "7" and coerce(["a"], S) == ["a"] and coerce("true", B) is True and coerce("[1]", arr(I)) == [1]
+    assert (
+        coerce(7, S) == "7"
+        and coerce(["a"], S) == ["a"]
+        and coerce("true", B) is True
+        and coerce("[1]", arr(I)) == [1]
+    )
     assert coerce("TIC-0001", I) == "TIC-0001"  # not a number: kept, the probe reports it
     assert coerce("x", {"type": ["string", "integer"]}) == "x"  # contradictory: unchanged
     assert coerce(True, I) is True
