@@ -95,6 +95,10 @@ def test_documented_wrappers_around_the_record() -> None:
     assert got["stats"] == {"received_count": 3, "total_contacts": 2}
     wrapped = shaped({"tweet": TWEET}, {}, shape(obj(result=obj(id=I, content=S))))
     assert wrapped["result"]["id"] == 7 and wrapped["result"]["content"] == "hi"
+    # A free-form object is the record the call touched; nothing when it touched none.
+    free = shape(obj(messages={"type": "object"}), entity="sent", key="id")
+    assert shaped({"sent": row}, {}, free)["messages"] == row
+    assert shaped({"deleted": True}, {}, free)["messages"] is None
     items = shaped({"items": [TWEET]}, {}, shape(obj(items=arr(obj(id=I)), count=I)))
     assert items["items"][0]["id"] == 7 and items["count"] is None
 

@@ -13,7 +13,8 @@ documented fields from what the call touched, in the documented order and types:
 * an array is the records a listing found (`[]` when it found none), each shaped like the
   documented item, or the one column a list of scalars names (`order_history: [integer]` -> the
   orders' keys); an object is the matching field of the answer, else the same record shaped
-  like it (a documented wrapper `{"result": {...}}` or `{"stats": {...}}`);
+  like it (a documented wrapper `{"result": {...}}` or `{"stats": {...}}`); a free-form object
+  (`messages: dict`) is that record;
 * a write's boolean status (`added_status`, `success`) is true, its message (`message`,
   `comment_status: string`) is the confirmation its definition implies; nothing else is made up:
   a documented field with no source is null (an array of a listing: empty);
@@ -258,6 +259,10 @@ def _field(name: str, schema: Any, srcs: list[dict[str, Any]], call: _Call, dept
     if t == "array":
         return _array(name, schema, srcs, call, depth)
     if t == "object":
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(props, dict) or not props:
+            # A free-form object (`messages: dict`): the record the call touched, if one.
+            return dict(call.record) if call.record else None
         # A documented wrapper around the record (`{"result": {...}}`, `{"stats": {...}}`).
         inner = _object(schema, srcs, call, depth)
         if isinstance(inner, dict) and any(v is not None for v in inner.values()):
