@@ -279,7 +279,8 @@ def test_a_bundle_answers_every_documented_field_from_its_state(desk: Path, tmp_
         [
             ("create_ticket", {"title": "Printer zebra jam", "priority": 2}),
             ("get_ticket", {"ticket_id": "TIC-0001"}),
-            ("search_tickets", {"keyword": "zebra"}),
+            # Punctuation around a word is not part of it: the ticket matches (main: no match).
+            ("search_tickets", {"keyword": "zebra?"}),
             ("add_to_watchlist", {"stock": "OMEG"}),
             ("get_watchlist", {}),
         ],
@@ -300,6 +301,13 @@ def test_a_bundle_answers_every_documented_field_from_its_state(desk: Path, tmp_
         c["tool"] for c in checks if c["name"] == "behaviour_documented_fields" and c["passed"]
     }
     assert "create_ticket" in probe
+
+
+def test_query_words_drop_edge_punctuation() -> None:
+    from weft_envsynth._templates.runtime import query_words
+
+    assert query_words('"Zebra," jam? a (x)') == ["zebra", "jam"]
+    assert query_words("c++") == ["c++"] and query_words("?!") == []
 
 
 def test_the_probe_fails_a_bundle_that_does_not_shape(desk: Path, tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from weft_envsynth._internal.graphchecks import GraphChecks
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth._internal.sqlchecks import SqlChecks
 from weft_envsynth._internal.vcschecks import VcsChecks
+from weft_envsynth._templates.runtime import query_words
 from weft_envsynth.analyze import idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
@@ -475,7 +476,7 @@ class _Validator(
             (m.argument for m in contract.mappings if m.role == "filter" and m.field is None), None
         )
         if text_arg and args.get(text_arg) is not None:
-            words = [w for w in str(args[text_arg]).lower().split() if len(w) >= 2]
+            words = query_words(args[text_arg])
             fields = [f.name for f in ent.fields if f.type == "string" and not f.primary_key]
             if words:
                 rows = [

@@ -182,11 +182,21 @@ def next_key(session: Session, model: type[SQLModel], key_field: str, prefix: st
     return f"{prefix}-{n:04d}"
 
 
+# Punctuation around a query word is not part of it ("zebra?" finds "zebra").
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}<>"
+
+
+def query_words(query: Any) -> list[str]:
+    """The words (2+ characters, lower case, edge punctuation removed) a text query matches."""
+    words = (w.strip(_EDGE_PUNCTUATION) for w in str(query).lower().split())
+    return [w for w in words if len(w) >= 2]
+
+
 def text_match(rows: list[Any], query: Any, fields: list[str]) -> list[Any]:
     """Rows where any query word (2+ characters) occurs, case-insensitively, in a text field."""
     if query is None:
         return rows
-    words = [w for w in str(query).lower().split() if len(w) >= 2]
+    words = query_words(query)
     if not words:
         return rows
     out = []
