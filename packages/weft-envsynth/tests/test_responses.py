@@ -138,6 +138,22 @@ def test_values_take_the_documented_type_where_nothing_is_lost() -> None:
     assert coerce(True, I) is True
 
 
+def test_hostile_documented_responses_never_crash_the_answer() -> None:
+    raw = {"tweet": TWEET}
+    for doc in (
+        {"type": "object", "properties": "x"},  # properties not an object
+        {"type": 5},
+        {"type": "object", "properties": {"id": "integer", "n": None}},  # sub-schemas not objects
+        {"type": ["integer", "string"]},  # contradictory top type
+        obj(
+            deep=obj(deeper=obj(deepest=obj(x=obj(y=obj(z=obj(w=obj(v=I)))))))
+        ),  # past the depth cap
+    ):
+        got = shaped(raw, {}, shape(doc))
+        assert isinstance(got, dict) and got.get("tweet") == TWEET, doc
+    assert shaped(raw, {}, shape(obj(id=I)))["id"] == 7
+
+
 def test_fifty_documented_fields_all_answered_in_order() -> None:
     doc = obj(**{f"field_{i}": I for i in range(50)})
     row = {"id": 1, **{f"field_{i}": str(i) for i in range(0, 50, 2)}}
