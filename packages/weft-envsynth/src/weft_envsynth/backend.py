@@ -21,6 +21,7 @@ from weft_envsynth.filesem import edit_pairs, media_result, text_result
 from weft_envsynth.gloss import write_confirmation
 from weft_envsynth.graphsem import confirmation, graph_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
+from weft_envsynth.responses import documents_records, response_notes, response_shape
 from weft_envsynth.schema import model_class
 from weft_envsynth.sqlsem import sql_tool_set
 from weft_envsynth.vcssem import vcs_tool_set
@@ -238,6 +239,7 @@ def backend(
                     "reads_all": [],
                 }
             )
+    notes += [f"backend: {n}" for n in response_notes(spec)]
     return BackendPlan(routes=routes), notes
 
 
@@ -465,6 +467,12 @@ def _render_route(
         commit()
         said = _confirmation(tool, ename)
         out.append(f"return {{{ename!r}: row_dict(row){said}}}")
+    elif op == "read" and not route.key_argument and documents_records(tool):
+        # `get_watchlist()` documents a list: every record its filters match, under items (the
+        # first one stays under its kind, as for any read).
+        locate()
+        out.append(f"rows = list(session.exec(stmt.order_by({cls}.{key})).all())")
+        out.append(f"return {{{ename!r}: row_dict(row), **page(rows, None)}}")
     elif op == "read":
         locate()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
@@ -693,6 +701,8 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         f"SERVER_NAME = {spec.slug!r}",
         "router = APIRouter()",
         "ROUTES: dict[str, str] = {}",
+        "# Per tool its documented response, as results are shaped after it (weft_envsynth.responses).",
+        "SHAPES: dict[str, dict[str, Any]] = {}",
         "",
         "",
     ]
@@ -708,7 +718,11 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         lines += _render_args_model(tool, args_cls)
         lines += ["", ""]
         lines += _render_route(route, tool, model, fn, args_cls, path)
-        lines += ["", "", f"ROUTES[{route.tool!r}] = {path!r}", "", ""]
+        lines += ["", "", f"ROUTES[{route.tool!r}] = {path!r}"]
+        shape = response_shape(tool, route, model, spec.tools)
+        if shape is not None:
+            lines.append(f"SHAPES[{route.tool!r}] = {shape!r}")
+        lines += ["", ""]
     lines += [
         "def create_app() -> FastAPI:",
         '    """The FastAPI backend: one POST route per tool; the body is the tool\'s arguments."""',
@@ -720,7 +734,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "",
         "def create_server() -> FastMCP:",
         '    """The FastMCP server of this bundle (serves the certified tools once manifest.json exists)."""',
-        "    return build_mcp(create_app(), SERVER_NAME, ROUTES, certified_tools())",
+        "    return build_mcp(create_app(), SERVER_NAME, ROUTES, certified_tools(), SHAPES)",
         "",
     ]
     return "\n".join(lines)

@@ -156,10 +156,12 @@ class CheckRecord(WeftModel):
     arguments: dict[str, Any] | None = None
 
 
-# Reported (validation.json, certification.behaviour) but not failing a tool: documented output
-# fields that results do not carry yet (BFCL's `id` / `comments` / `matching_tweets`) would stop
-# serving tools whose state behaviour is right.
-ADVISORY_CHECKS = frozenset({"behaviour_documented_fields"})
+# Checks reported (validation.json, certification.behaviour) but not failing a tool. Results are
+# shaped like the documented response (weft_envsynth.responses), so an answer that lacks a
+# documented field fails `behaviour_documented_fields`; a field the state holds in another type
+# than documented (BFCL's `id: integer` for a record whose key the schema made a string) is a
+# disagreement between the schema and the definition, reported for the schema to settle.
+ADVISORY_CHECKS = frozenset({"behaviour_documented_types"})
 
 
 class ValidationReport(WeftModel):

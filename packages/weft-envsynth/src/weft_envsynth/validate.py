@@ -38,6 +38,7 @@ from weft_envsynth._internal.graphchecks import GraphChecks
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth._internal.sqlchecks import SqlChecks
 from weft_envsynth._internal.vcschecks import VcsChecks
+from weft_envsynth._templates.runtime import query_words
 from weft_envsynth.analyze import idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
@@ -72,10 +73,12 @@ SEED_FILES = {
 
 
 class _Call:
-    def __init__(self, is_error: bool, data: Any, text: str) -> None:
+    def __init__(self, is_error: bool, data: Any, text: str, shaped: Any = None) -> None:
         self.is_error = is_error
         self.data = data
         self.text = text
+        # What the caller reads: the documented response's shape (data adds the route's records).
+        self.shaped = data if shaped is None else shaped
 
 
 class _Validator(
@@ -135,7 +138,16 @@ class _Validator(
     async def call(self, tool: str, args: dict[str, Any]) -> _Call:
         res = await self.client.call_tool(tool, args, raise_on_error=False)
         text = " ".join(getattr(c, "text", "") for c in res.content or [])
-        return _Call(bool(res.is_error), res.structured_content, text)
+        # The checks read the route's records; the documented fields that replaced some of them
+        # (runtime.ROUTE_RESULT_META) are what the documented-fields probe reads.
+        shaped = res.structured_content
+        own = (res.meta or {}).get("weft/route_result")
+        data = (
+            {**(shaped if isinstance(shaped, dict) else {}), **own}
+            if isinstance(own, dict)
+            else shaped
+        )
+        return _Call(bool(res.is_error), data, text, shaped)
 
     def state(self) -> Rows:
         return read_db(self.db, self.model)
@@ -464,7 +476,7 @@ class _Validator(
             (m.argument for m in contract.mappings if m.role == "filter" and m.field is None), None
         )
         if text_arg and args.get(text_arg) is not None:
-            words = [w for w in str(args[text_arg]).lower().split() if len(w) >= 2]
+            words = query_words(args[text_arg])
             fields = [f.name for f in ent.fields if f.type == "string" and not f.primary_key]
             if words:
                 rows = [
