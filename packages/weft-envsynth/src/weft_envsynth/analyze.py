@@ -34,6 +34,7 @@ from weft_envsynth.gloss import glossed_write
 from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
 from weft_envsynth.sqlsem import sql_tool_set
+from weft_envsynth.unify import argument_reference, resolve
 from weft_envsynth.vcssem import vcs_tool_set
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
@@ -252,9 +253,16 @@ def _classify_by_words(tool: ToolSpec) -> tuple[Operation, str | None]:
 
 
 def _noun_words(tool: ToolSpec, verb: str | None, server_words: set[str]) -> list[str]:
-    out = []
+    """The nouns of a tool's name. A word of the server's name is a prefix to drop
+    (`github_create_issue`) only when another noun remains: `list_notes` in a server named
+    "notes" lists the notes (its only noun), it is not a tool about nothing."""
+    out: list[str] = []
+    dropped: list[str] = []
     for w in W.split_words(tool.name):
-        if w == verb or w in W.STOP_NOUNS or w in server_words or w.isdigit():
+        if w == verb or w in W.STOP_NOUNS or w.isdigit():
+            continue
+        if w in server_words:
+            dropped.append(w)
             continue
         if (
             w
@@ -267,6 +275,12 @@ def _noun_words(tool: ToolSpec, verb: str | None, server_words: set[str]) -> lis
         ):
             continue
         out.append(W.singular(w))
+    if not out:
+        out = [
+            W.singular(w)
+            for w in dropped
+            if w not in W.CREATE_VERBS | W.READ_VERBS | W.LIST_VERBS | W.SEARCH_VERBS
+        ]
     return out
 
 
@@ -394,6 +408,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
 
     drafts: dict[str, _EntityDraft] = {}
     tool_entity: dict[str, str | None] = {}
+    pending: dict[str, str] = {}  # tools known only by the id they require
     for t in spec.tools:
         op, _verb = ops[t.name]
         if op.startswith("file_"):
@@ -407,27 +422,61 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 chosen = _entity_name(p)
                 break
         if chosen is None:
+            # A multi-word entity inside the name (`get_credit_card_balance`: credit_card) before
+            # one of its words (`card`).
+            inner = [
+                "_".join(nouns[i:j])
+                for i in range(len(nouns))
+                for j in range(len(nouns), i + 1, -1)
+            ]
+            chosen = next((_entity_name(p) for p in inner if _entity_name(p) in candidates), None)
+        if chosen is None:
             for n in reversed(nouns):
                 if _entity_name(n) in candidates:
                     chosen = _entity_name(n)
                     break
-        if chosen is None:
-            own_ids = [
-                id_argument_entity(a, t.properties.get(a))
-                for a in t.required
-                if id_argument_entity(a, t.properties.get(a))
-            ]
-            if own_ids and op in {"read", "update", "delete", "action"}:
-                chosen = _entity_name(own_ids[-1] or "")
+        own_ids = [
+            id_argument_entity(a, t.properties.get(a))
+            for a in t.required
+            if id_argument_entity(a, t.properties.get(a))
+        ]
+        if chosen is None and own_ids and op in {"read", "update", "delete", "action"}:
+            pending[t.name] = own_ids[-1] or ""  # resolved once the real entities are known
+            continue
         if chosen is None:
             chosen = _entity_name("_".join(nouns[-2:]) if nouns else t.name)
         tool_entity[t.name] = chosen
+    # Entity unification: an id-like argument refers to the entity of the tool set its
+    # definition names (`receiver_id` "User ID of the user" -> user), not a table of its own.
+    real = {e for e in tool_entity.values() if e is not None}
+    ref_of: dict[tuple[str, str], str] = {}
+    for t in spec.tools:
+        for arg, sch in t.properties.items():
+            stem = id_argument_entity(arg, sch)
+            desc = str(sch.get("description", "")) if isinstance(sch, dict) else ""
+            if stem:
+                ref_of[(t.name, arg)] = _entity_name(
+                    resolve(_entity_name(stem), desc, real) or stem
+                )
+            elif (other := argument_reference(arg, sch, real)) is not None:
+                ref_of[(t.name, arg)] = other
+    for name, stem in pending.items():
+        tool = spec.tool(name)
+        arg = next(
+            a for a in reversed(tool.required) if id_argument_entity(a, tool.properties.get(a))
+        )
+        tool_entity[name] = ref_of.get((name, arg), _entity_name(stem))
+    for t in spec.tools:
+        chosen = tool_entity[t.name]
+        if chosen is None:
+            continue
         drafts.setdefault(chosen, _EntityDraft(chosen)).tools.append(t.name)
-        if op in _WRITE_OPS:
+        if ops[t.name][0] in _WRITE_OPS:
             drafts[chosen].written = True
 
     # Fields, keys and references.
     referenced: dict[str, str] = {}  # entity -> key type
+    field_ref: dict[tuple[str, str], str] = {}  # (entity, field) -> entity it references
     for t in spec.tools:
         ent = tool_entity[t.name]
         if ent is None:
@@ -440,18 +489,24 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 continue
             if norm in W.QUERY_ARGS and op in {"search", "list", "compute"}:
                 continue
-            target = id_argument_entity(arg, schema)
-            if norm == "id" or (target is not None and _entity_name(target) == ent):
+            raw = id_argument_entity(arg, schema)
+            # `card_id` of a tool about credit cards is the credit card's key (unify.resolve).
+            own = raw is not None and ref_of.get((t.name, arg)) == ent
+            if norm == "id" or own or (raw is not None and _entity_name(raw) == ent):
                 if d.key is None:
                     d.key = "id" if norm == "id" else f"{ent}_id"
                 if _id_is_integer(schema):
                     d.key_type = "integer"
                 continue
+            target = ref_of.get((t.name, arg))
+            # A reference to the tool's own entity (`card_number` of a credit card) is a field.
+            if target is not None and (target == ent or ent.endswith("_" + target)):
+                target = None
             if target is not None:
-                tname = _entity_name(target)
                 referenced.setdefault(
-                    tname, "integer" if schema_type(schema) == "integer" else "string"
+                    target, "integer" if schema_type(schema) == "integer" else "string"
                 )
+                field_ref[(ent, norm)] = target
             desc = schema.get("description", "") if isinstance(schema, dict) else ""
             d.add_field(norm, schema, description=str(desc))
         if not d.description:
@@ -523,12 +578,15 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 if extra not in d.fields:
                     d.add_field(extra, {"type": "string"})
         for f in d.fields.values():
-            target = (
-                id_argument_entity(f.name) if f.type in {"string", "integer", "number"} else None
-            )
+            target = field_ref.get((d.name, f.name))
+            if target is None and f.type in {"string", "integer", "number"}:
+                stem = id_argument_entity(f.name)
+                target = (
+                    _entity_name(resolve(_entity_name(stem), "", real) or stem) if stem else None
+                )
             fk = None
-            if target and _entity_name(target) in drafts and _entity_name(target) != d.name:
-                tgt = drafts[_entity_name(target)]
+            if target and target in drafts and target != d.name:
+                tgt = drafts[target]
                 tgt_key = tgt.key or ("id" if not tgt.written else f"{tgt.name}_id")
                 fk = f"{tgt.name}.{tgt_key}"
                 relations.append(Relation(source=f"{d.name}.{f.name}", target=fk))
@@ -565,10 +623,14 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             kind = StateKind.STATELESS if e.reference_data else StateKind.DATABASE
             reads = [ent]
             writes = [ent] if op in _WRITE_OPS else []
-            for arg, sch in t.properties.items():
-                target = id_argument_entity(arg, sch)
-                if target and _entity_name(target) in by_name and _entity_name(target) != ent:
-                    reads.append(_entity_name(target))
+            for arg in t.properties:
+                target = ref_of.get((t.name, arg))
+                if (
+                    target
+                    and target in by_name
+                    and not (target == ent or ent.endswith("_" + target))
+                ):
+                    reads.append(target)
         effects.append(
             ToolEffect(
                 tool=t.name,

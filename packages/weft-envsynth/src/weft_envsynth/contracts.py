@@ -26,6 +26,7 @@ from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import string_enum
 from weft_envsynth.analyze import _norm_arg, id_argument_entity
 from weft_envsynth.plans import Analysis, ToolEffect
+from weft_envsynth.unify import resolve
 
 _ENTITY_OPS = {"create", "read", "list", "search", "update", "delete", "action", "compute"}
 _TYPE_SCHEMA = {
@@ -133,6 +134,10 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
     for arg, schema in tool.properties.items():
         norm = _norm_arg(arg)
         target = id_argument_entity(arg, schema)
+        if target is not None and norm not in fields:
+            # `card_id` on a tool about credit cards: the key when the definition says so.
+            desc = str(schema.get("description", "")) if isinstance(schema, dict) else ""
+            target = resolve(W.identifier(target), desc, {entity.name}) or target
         if (
             norm == "id"
             or norm == entity.key
