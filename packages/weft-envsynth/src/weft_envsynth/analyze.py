@@ -26,6 +26,15 @@ from weft_core.models import (
 from weft_core.models.env import Operation
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import field_type, schema_type, string_enum
+from weft_envsynth.amounts import (
+    CREDIT_ROLES,
+    DEBIT_ROLES,
+    MONEY_NOUNS,
+    MOVE_RECORD,
+    MOVE_VERBS,
+    amount_argument,
+    move_verb,
+)
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
@@ -114,6 +123,10 @@ def _id_is_integer(schema: Any) -> bool:
 
 def _norm_arg(arg: str) -> str:
     ident = W.identifier(arg)
+    # `initial_balance` of an opening call is the balance later calls move (amounts.py).
+    for prefix in ("initial_", "opening_", "starting_", "start_"):
+        if ident.startswith(prefix) and "balance" in ident[len(prefix) :].split("_"):
+            return ident[len(prefix) :]
     for prefix in ("new_", "updated_"):
         if ident.startswith(prefix) and len(ident) > len(prefix):
             rest = ident[len(prefix) :]
@@ -356,6 +369,34 @@ def _response_fields(d: _EntityDraft, tool: ToolSpec) -> None:
         added += 1
 
 
+def _amount_movers(spec: MCPSpec, ops: dict[str, tuple[Operation, str | None]]) -> dict[str, str]:
+    """Tools that move an amount between records (amounts.py), by their verb; their operation
+    becomes a write: one record named -> an update of its balance (`withdraw(account_id,
+    amount)`), two or more -> a record of the movement (`transfer(from_account_id,
+    to_account_id, amount)` creates a transfer). Tools other semantics claimed stay as they are."""
+    out: dict[str, str] = {}
+    claimed: set[str] | None = None
+    for t in spec.tools:
+        verb = move_verb(t)
+        op = ops[t.name][0]
+        if verb is None or op.startswith("file_") or compute_semantics(t) is not None:
+            continue
+        if claimed is None:
+            claimed = set(sql_tool_set(spec)) | set(vcs_tool_set(spec))
+            claimed |= set(graph_tool_set(spec).tools)
+        if t.name in claimed:
+            continue
+        ids = [a for a, sc in t.properties.items() if id_argument_entity(a, sc)]
+        if not ids:
+            continue
+        if len(ids) >= 2 and op in {"update", "read", "search", "list", "compute"}:
+            ops[t.name] = ("create", verb)
+        elif len(ids) == 1 and op in {"read", "search", "list", "compute"}:
+            ops[t.name] = ("update", verb)
+        out[t.name] = verb
+    return out
+
+
 def analyze_programmatic(spec: MCPSpec) -> Analysis:
     """Infer entities, relations and tool effects from names, descriptions and argument schemas."""
     if not spec.tools:
@@ -387,6 +428,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # records, whatever CRUD verb a single tool's words suggest (`open_nodes`, `add_observations`).
     for name in graph_tool_set(spec).tools:
         ops[name] = ("compute", None)
+    movers = _amount_movers(spec, ops)
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
     id_entities: Counter[str] = Counter()
@@ -400,6 +442,11 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     for t in spec.tools:
         op, verb = ops[t.name]
         nouns = _noun_words(t, verb, server_words)
+        if t.name in movers:
+            # `withdraw_funds(account_id, amount)` acts on the account; the funds are the amount.
+            nouns = [n for n in nouns if n not in MONEY_NOUNS and n not in MOVE_VERBS]
+            if not nouns and op == "create":
+                nouns = [MOVE_RECORD[movers[t.name]]]
         noun_of[t.name] = nouns
         if op in _WRITE_OPS and nouns:
             write_nouns.add(_entity_name("_".join(nouns[-2:])))
@@ -487,6 +534,8 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             norm = _norm_arg(arg)
             if norm in W.OPTION_ARGS and op in {"list", "search", "compute", "read"}:
                 continue
+            if t.name in movers and op in {"update", "action"} and arg == amount_argument(t):
+                continue  # moved onto the record's balance, not stored as a field of it
             if norm in W.QUERY_ARGS and op in {"search", "list", "compute"}:
                 continue
             raw = id_argument_entity(arg, schema)
@@ -515,14 +564,35 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             _response_fields(d, t)
 
     for tname, ktype in referenced.items():
-        if tname not in drafts:
-            ref = _EntityDraft(tname)
-            ref.key, ref.key_type = f"{tname}_id", ktype
-            ref.add_field("name", {"type": "string"})
-            if tname in _PEOPLE or tname.split("_")[-1] in _PEOPLE:
-                ref.add_field("email", {"type": "string"})
-            ref.description = f"A {tname.replace('_', ' ')} referenced by id."
-            drafts[tname] = ref
+        if tname in drafts:
+            continue
+        ref = _EntityDraft(tname)
+        ref.key, ref.key_type = f"{tname}_id", ktype
+        ref.add_field("name", {"type": "string"})
+        if tname in _PEOPLE or tname.split("_")[-1] in _PEOPLE:
+            ref.add_field("email", {"type": "string"})
+        ref.description = f"A {tname.replace('_', ' ')} referenced by id."
+        drafts[tname] = ref
+    # A record a money-moving tool debits or credits keeps a balance (the amount lands there).
+    for name, verb in movers.items():
+        tool = spec.tool(name)
+        ent = tool_entity[name]
+        for arg, sch in tool.properties.items():
+            target = ref_of.get((name, arg))
+            raw = id_argument_entity(arg, sch)
+            if raw is not None and _entity_name(raw) == ent:
+                target = ent
+            if target is None or target not in drafts:
+                continue
+            directed = MOVE_VERBS[verb] or set(W.split_words(arg)) & (DEBIT_ROLES | CREDIT_ROLES)
+            has_balance = any(
+                "balance" in W.split_words(f) or f in {"funds", "credits", "points", "wallet"}
+                for f in drafts[target].fields
+            )
+            if directed and not has_balance and ops[name][0] in {"create", "update", "action"}:
+                drafts[target].add_field(
+                    "balance", {"type": "number"}, description="Balance the amounts move."
+                )
 
     # Status transitions of `action` tools.
     transitions: dict[str, list[StateTransition]] = {}
