@@ -226,3 +226,28 @@ def test_a_listing_named_like_its_server_reads_the_created_rows() -> None:
         tools=[_tool("github_create_repository", {"name": S}, ["name"], "Create a repository")],
     )
     assert analyze_programmatic(gh).effect("github_create_repository").entity == "repository"
+
+
+def test_a_reference_must_be_able_to_hold_the_key_and_lookups_are_no_evidence() -> None:
+    spec = MCPSpec(
+        name="Quran",
+        tools=[
+            _tool("add_chapter", {"title": S}, ["title"], "Add a chapter"),
+            # a numeric chapter number beside text chapter keys is some other identifier
+            _tool(
+                "get_verse",
+                {"chapter_no": {"type": "integer"}, "verse": {"type": "integer"}},
+                ["chapter_no"],
+                "Get a verse",
+            ),
+            # users only looked up (a directory nothing writes) are no evidence for a role's id
+            _tool("search_users", {"query": S}, ["query"], "Search the user directory"),
+            _tool("create_task", {"assignee_id": S}, ["assignee_id"], "Create a task"),
+        ],
+    )
+    a = analyze_programmatic(spec)
+    verse = next(e for e in a.entities if e.name == "verse")
+    assert verse.field("chapter_no").foreign_key is None
+    assert verse.field("chapter_no").type == "integer"
+    task = next(e for e in a.entities if e.name == "task")
+    assert task.field("assignee_id").foreign_key == "assignee.assignee_id"

@@ -496,6 +496,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # Entity unification: an id-like argument refers to the entity of the tool set its
     # definition names (`receiver_id` "User ID of the user" -> user), not a table of its own.
     real = {e for e in tool_entity.values() if e is not None}
+    kept = {e for n, e in tool_entity.items() if e is not None and ops[n][0] in _WRITE_OPS}
     ref_of: dict[tuple[str, str], str] = {}
     for t in spec.tools:
         for arg, sch in t.properties.items():
@@ -503,7 +504,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             desc = str(sch.get("description", "")) if isinstance(sch, dict) else ""
             if stem:
                 ref_of[(t.name, arg)] = _entity_name(
-                    resolve(_entity_name(stem), desc, real) or stem
+                    resolve(_entity_name(stem), desc, real, kept) or stem
                 )
             elif (other := argument_reference(arg, sch, real)) is not None:
                 ref_of[(t.name, arg)] = other
@@ -652,9 +653,18 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             if target is None and f.type in {"string", "integer", "number"}:
                 stem = id_argument_entity(f.name)
                 target = (
-                    _entity_name(resolve(_entity_name(stem), "", real) or stem) if stem else None
+                    _entity_name(resolve(_entity_name(stem), "", real, kept) or stem)
+                    if stem
+                    else None
                 )
             fk = None
+            if target in drafts and (d.name, f.name) in field_ref:
+                # A reference holds the entity's key: a number for a text key (or the other way
+                # round) is some other identifier (`chapter_no`; `appId` "Bundle ID" beside a
+                # numeric app `id`), not that reference.
+                numeric = f.type in {"integer", "number"}
+                if numeric != (drafts[target].key_type == "integer"):
+                    target = None
             if target and target in drafts and target != d.name:
                 tgt = drafts[target]
                 tgt_key = tgt.key or ("id" if not tgt.written else f"{tgt.name}_id")

@@ -9,9 +9,9 @@ or ambiguous:
 1. its description names an entity next to an id word ("User ID of the user", "the contact's id",
    "The ID of the credit card");
 2. its name is a role prefix on an entity (`from_account_id`, `target_user_id`);
-3. its name is the head of exactly one entity's name (`card_id` -> `credit_card`);
+3. its name is the head of exactly one written entity's name (`card_id` -> `credit_card`);
 4. its name is a role a person plays (`receiver`, `recipient`, `payee`, `assignee`) and the tool
-   set has exactly one entity of people.
+   set writes exactly one entity of people.
 
 Arguments without an id suffix are references only when their description says they carry an
 id of a known entity (`recipient`: "the contact's id") or their name is `<entity>_number`.
@@ -81,9 +81,14 @@ def described_entity(description: str, real: set[str]) -> str | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
-def resolve(stem: str, description: str, real: set[str]) -> str | None:
+def resolve(
+    stem: str, description: str, real: set[str], kept: set[str] | None = None
+) -> str | None:
     """The real entity an id-like argument with name stem `stem` (`receiver` of `receiver_id`)
-    refers to, by the rules of this module; None when the definition does not say."""
+    refers to, by the rules of this module; None when the definition does not say. The name-only
+    rules (a head word, a person's role) pick among `kept`, the entities tools write (default:
+    all of `real`): a lookup table (`recommend_champion`) is no evidence for `champion_id`."""
+    kept = real if kept is None else kept & real
     if stem in real:
         return stem
     named = described_entity(description, real)
@@ -93,11 +98,11 @@ def resolve(stem: str, description: str, real: set[str]) -> str | None:
     rest = [p for p in parts if p not in ROLE_PREFIXES]
     if rest and rest != parts and "_".join(rest) in real:
         return "_".join(rest)
-    tails = [e for e in real if e.endswith("_" + stem)]
+    tails = [e for e in kept if e.endswith("_" + stem)]
     if len(tails) == 1:
         return tails[0]
     if parts[-1] in PERSON_ROLES:
-        people = [e for e in real if is_person(e)]
+        people = [e for e in kept if is_person(e)]
         if len(people) == 1:
             return people[0]
     return None
