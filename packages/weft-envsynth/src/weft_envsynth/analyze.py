@@ -525,6 +525,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # Fields, keys and references.
     referenced: dict[str, str] = {}  # entity -> key type
     field_ref: dict[tuple[str, str], str] = {}  # (entity, field) -> entity it references
+    key_typed: set[str] = set()  # entities whose key type an argument of their own gives
     for t in spec.tools:
         ent = tool_entity[t.name]
         if ent is None:
@@ -547,6 +548,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                     d.key = "id" if norm == "id" else f"{ent}_id"
                 if _id_is_integer(schema):
                     d.key_type = "integer"
+                key_typed.add(ent)
                 continue
             target = ref_of.get((t.name, arg))
             # A reference to the tool's own entity (`card_number` of a credit card) is a field.
@@ -627,6 +629,23 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             enum = drafts[tr.entity].fields[tr.field].enum or []
             tr.from_values = [v for v in enum if v != tr.to_value]
 
+    # A reference holds its entity's key. A key no argument of its own types takes the type of
+    # the numbers that reference it (`chapter_no` -> an integer chapter key); a key typed by the
+    # entity's own tools that the reference cannot hold (`appId` "Bundle ID" beside a numeric
+    # app `id`) means some other identifier: no reference.
+    not_refs: set[tuple[str, str]] = set()
+    for (ent, fname), target in field_ref.items():
+        f_ref = drafts[ent].fields.get(fname)
+        if f_ref is None or target not in drafts:
+            continue
+        numeric = f_ref.type in {"integer", "number"}
+        if numeric == (drafts[target].key_type == "integer"):
+            continue
+        if target not in key_typed and f_ref.type == "integer" and not drafts[target].written:
+            drafts[target].key_type = "integer"
+            key_typed.add(target)
+        else:
+            not_refs.add((ent, fname))
     entities: list[Entity] = []
     relations: list[Relation] = []
     for d in drafts.values():
@@ -658,13 +677,8 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                     else None
                 )
             fk = None
-            if target in drafts and (d.name, f.name) in field_ref:
-                # A reference holds the entity's key: a number for a text key (or the other way
-                # round) is some other identifier (`chapter_no`; `appId` "Bundle ID" beside a
-                # numeric app `id`), not that reference.
-                numeric = f.type in {"integer", "number"}
-                if numeric != (drafts[target].key_type == "integer"):
-                    target = None
+            if (d.name, f.name) in not_refs:
+                target = None
             if target and target in drafts and target != d.name:
                 tgt = drafts[target]
                 tgt_key = tgt.key or ("id" if not tgt.written else f"{tgt.name}_id")
