@@ -251,3 +251,26 @@ def test_a_reference_must_be_able_to_hold_the_key_and_lookups_are_no_evidence() 
     assert verse.field("chapter_no").type == "integer"
     task = next(e for e in a.entities if e.name == "task")
     assert task.field("assignee_id").foreign_key == "assignee.assignee_id"
+
+
+def test_a_lookup_key_takes_the_type_of_the_numbers_that_reference_it() -> None:
+    # metmuseum: `departmentId: number` referenced departments whose key defaulted to text, so a
+    # valid call carried a department key the argument refused.
+    spec = MCPSpec(
+        name="Museum",
+        tools=[
+            _tool("list_departments", {}, [], "List the departments"),
+            _tool(
+                "search_objects",
+                {"q": S, "departmentId": {"type": "integer"}},
+                ["q"],
+                "Search objects",
+            ),
+        ],
+    )
+    a = analyze_programmatic(spec)
+    dept = next(e for e in a.entities if e.name == "department")
+    assert dept.field(dept.key).type == "integer"
+    obj = next(e for e in a.entities if e.name == a.effect("search_objects").entity)
+    assert obj.field("department_id").foreign_key == f"department.{dept.key}"
+    assert obj.field("department_id").type == "integer"
