@@ -177,6 +177,8 @@ def test_role_prefixed_ids_and_described_arguments_reference_real_entities() -> 
                     "from_account_id": S,
                     "recipient": {"type": "string", "description": "The contact's ID"},
                     "phone": {"type": "string", "description": "The contact number to call"},
+                    "fee_account_number": S,
+                    "account_number": S,
                     "date": S,
                 },
                 ["from_account_id", "recipient"],
@@ -188,6 +190,8 @@ def test_role_prefixed_ids_and_described_arguments_reference_real_entities() -> 
     assert _fk(a, "payment", "from_account_id") == "account.account_id"
     assert _fk(a, "payment", "recipient") == "contact.contact_id"
     assert _fk(a, "payment", "phone") is None  # a phone number, not a contact's id
+    assert _fk(a, "payment", "account_number") == "account.account_id"
+    assert _fk(a, "payment", "fee_account_number") is None  # no `fee_account` entity
 
 
 def test_description_evidence_is_an_entity_next_to_an_id_word() -> None:
