@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.amounts import amount_moves
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.filesem import edit_pairs, media_result, text_result
@@ -159,6 +160,13 @@ def backend(
                 continue
             notes.append(f"backend: model route for {c.tool} rejected ({problems[0]})")
         routes.append(route_programmatic(c, model))
+    # Balances moved by transfers, payments, withdrawals and deposits (amounts.py), whoever
+    # planned the route.
+    for i, c in enumerate(contract_set.contracts[: len(routes)]):
+        if routes[i].tool == c.tool and routes[i].entity is not None:
+            routes[i] = routes[i].model_copy(
+                update={"moves": amount_moves(spec.tool(c.tool), c, model)}
+            )
     shell = file_tool_set(spec)
     for i, r in enumerate(routes):
         sem = shell.get(r.tool)
@@ -425,6 +433,15 @@ def _render_route(
             out.append(f"if {arg(argname)} is not None:")
             out.append(f"    row.{f} = {arg(argname)}")
 
+    def move() -> None:
+        # Amounts moved onto balances (amounts.py), in the same transaction as the row.
+        for mv in route.moves:
+            cls_mv = f"m.{model_class(mv.entity)}"
+            out.append(
+                f"move_amount(session, {cls_mv}, {arg(mv.argument)}, {mv.entity!r}, "
+                f"{mv.field!r}, {mv.sign}, {arg(mv.amount)}, {mv.no_overdraft!r})"
+            )
+
     def commit(refresh: bool = True) -> None:
         if route.commit:
             out.append("session.add(row)")
@@ -464,6 +481,7 @@ def _render_route(
             )
             if status_default is not None and status_default.enum:
                 out.append(f"row.{status_default.name} = {status_default.enum[0]!r}")
+        move()
         commit()
         said = _confirmation(tool, ename)
         out.append(f"return {{{ename!r}: row_dict(row){said}}}")
@@ -490,6 +508,7 @@ def _render_route(
     elif op == "update":
         locate()
         assign()
+        move()
         commit()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
     elif op == "action":
@@ -501,6 +520,7 @@ def _render_route(
             )
             out.append(f"row.{t.field} = {t.to_value!r}")
         assign()
+        move()
         commit()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
     elif op == "delete" and idempotent_delete(tool, op):
@@ -687,6 +707,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "    first_row,",
         "    get_row,",
         "    install_error_handlers,",
+        "    move_amount,",
         "    next_key,",
         "    page,",
         "    require_row,",

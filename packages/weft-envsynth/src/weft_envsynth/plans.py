@@ -12,6 +12,7 @@ from pydantic import Field
 
 from weft_core.models import Entity, Relation, StateKind, StateTransition, WeftModel
 from weft_core.models.env import Operation
+from weft_envsynth.amounts import AmountMove
 
 IssueCategory = Literal["structural", "mapping", "runtime"]
 
@@ -122,6 +123,9 @@ class RoutePlan(WeftModel):
     graph: dict[str, Any] = Field(
         default_factory=dict,
         description="The tool's graphsem.GraphSemantics, its record kinds and its message.",
+    )
+    moves: list[AmountMove] = Field(
+        default_factory=list, description="Balances the call moves an amount on (amounts)."
     )
     reads_all: list[str] = Field(
         default_factory=list, description="Entities a whole-store read returns (analyze)."

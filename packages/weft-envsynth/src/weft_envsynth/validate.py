@@ -22,6 +22,12 @@ from typing import TYPE_CHECKING, Any
 from weft_core.binding import SessionBinding, bind_session, release_session
 from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
+from weft_envsynth._internal.amountchecks import (
+    moved_rows,
+    moves_problem,
+    only_moved,
+    overdraft_refused,
+)
 from weft_envsynth._internal.behaviourchecks import BehaviourChecks
 from weft_envsynth._internal.callgen import CallGenerator
 from weft_envsynth._internal.computechecks import ComputeChecks
@@ -39,6 +45,7 @@ from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth._internal.sqlchecks import SqlChecks
 from weft_envsynth._internal.vcschecks import VcsChecks
 from weft_envsynth._templates.runtime import query_words
+from weft_envsynth.amounts import amount_moves
 from weft_envsynth.analyze import idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
@@ -300,7 +307,11 @@ class _Validator(
         after = self.state()
         op = contract.operation
         kind = "query" if op in {"read", "list", "search", "compute"} else "update"
-        if res.is_error:
+        moves = amount_moves(tool, contract, self.model)
+        if res.is_error and not diff_rows(before, after):
+            if overdraft_refused(moves, args, before, res.text):
+                self.record(tool.name, name, kind, True, detail="refused: insufficient funds")
+                return
             self.record(
                 tool.name,
                 name,
@@ -378,9 +389,16 @@ class _Validator(
                     return "mapping", f"item differs from the DB: {why}"
             return None
         table_diff = diff.get(ent.name, {})
-        others = {t: d for t, d in diff.items() if t != ent.name}
+        moves = amount_moves(tool, contract, self.model)
+        moved = moved_rows(moves, args)
+        others = {
+            t: d for t, d in diff.items() if t != ent.name and not only_moved(d, moved.get(t))
+        }
         if others:
             return "mapping", f"tables other than {ent.name} changed: {sorted(others)}"
+        why_moved = moves_problem(moves, args, before, after)
+        if why_moved:
+            return "mapping", why_moved
         if op == "create":
             inserted = table_diff.get("inserted", [])
             if len(inserted) != 1 or table_diff.get("updated") or table_diff.get("deleted"):
@@ -435,7 +453,9 @@ class _Validator(
                         f"{f} should be {v!r} after {tool.name}, DB has {row.get(f)!r}",
                     )
             changed = {f for f in row if not same_value(row.get(f), target.get(f))}
-            stray = changed - set(expected_changes)
+            stray = (
+                changed - set(expected_changes) - {m.field for m in moves if m.entity == ent.name}
+            )
             if stray:
                 return "mapping", f"{tool.name} also changed {sorted(stray)}"
             why = same_row(data.get(ent.name), row)

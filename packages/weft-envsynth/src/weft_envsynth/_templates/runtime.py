@@ -167,6 +167,35 @@ def require_row(session: Session, model: type[SQLModel], key: Any, entity: str) 
         raise not_found(entity, key)
 
 
+def move_amount(
+    session: Session,
+    model: type[SQLModel],
+    key: Any,
+    entity: str,
+    field: str,
+    sign: int,
+    amount: Any,
+    no_overdraft: bool,
+) -> None:
+    """Debit (sign -1) or credit (+1) `amount` on the balance of the row `key` names; a debit
+    below zero is refused when the tool's definition documents that constraint."""
+    if key is None or amount is None:
+        return
+    row = session.get(model, key)
+    if row is None:
+        raise not_found(entity, key)
+    current = getattr(row, field) or 0
+    new = current + sign * amount
+    if no_overdraft and sign < 0 and new < 0:
+        raise ToolFailure(
+            "insufficient_funds",
+            f"{entity} {str(key)[:80]!r} has {field} {current}, {amount} needed",
+            409,
+        )
+    setattr(row, field, new)
+    session.add(row)
+
+
 def first_row(session: Session, stmt: Any, entity: str) -> Any:
     row = session.exec(stmt).first()
     if row is None:
