@@ -3,10 +3,18 @@ servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier
 
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
      --length 15 --envs 2 --min-count 2 --resolution 2.0] [--traces FILE] [--json FILE]
-     [--keep DIR]   (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json
-     holds the witnessed state pairs)
+     [--keep DIR] [--examples crm,helpdesk,orders | all]
+     (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
+     witnessed state pairs; --examples: the example MCPs of examples/mcps/, synthesized into
+     weft-envsynth bundles and hosted in MegaMCP's bundle tier, are explored alongside the real
+     servers)
 
-Prints: edges by type with their share (paper: data 69%, state 25%, retry 6%), nodes, clusters by
+Environments are materialised as §4.1.3 says (`weft_toolspace.environments`): stateless servers
+(time) are answered by a replay server over the recorded results, state-query environments start
+from s_0 seeded from recorded outputs, and walks and acceptance replays start from that stored s_0.
+
+Prints: edges by type with their share, edges by source (between real servers, between example
+MCPs, or across the two) (paper: data 69%, state 25%, retry 6%), nodes, clusters by
 kind, walks tried / kept / rollbacks, tasks accepted by replay from s0, mean and maximum calls and
 environments per task (paper: 18.86 calls, 2.29 environments), and the precision of data edges on
 the hand-checked sample in `data_edge_labels.json` (edges keyed `source -> target`, labelled by
@@ -32,6 +40,13 @@ from weft_core.console import summary_table
 from weft_toolspace import servers
 from weft_toolspace.clusters import cluster, environment_of
 from weft_toolspace.counterfactual import witness_all
+from weft_toolspace.environments import (
+    example_bundles,
+    example_names,
+    materialise,
+    register_bundles,
+)
+from weft_toolspace.export import SNAPSHOTS, store_initial_state
 from weft_toolspace.graph import build_graph
 from weft_toolspace.models import EdgeKind
 from weft_toolspace.pipeline import hosted, record, save_json, save_traces
@@ -49,12 +64,20 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     ok, failed = servers.install_all(names, settings.server_home)
     t0 = time.perf_counter()
     times: dict[str, float] = {}
+    wanted = (
+        example_names()
+        if args.examples == "all"
+        else [n for n in (args.examples or "").split(",") if n]
+    )
+    bundles = example_bundles(wanted, out / "bundles") if wanted else {}
+    times["bundles_s"] = time.perf_counter() - t0
     async with hosted(out / "megamcp") as client:
         if args.traces is not None:
             await servers.register(client, ok, settings.server_home)
             traces, problems = load_traces([args.traces])
             if problems:
                 raise SystemExit("; ".join(problems))
+            await register_bundles(client, bundles)
         else:
             traces = await record(
                 client,
@@ -63,9 +86,10 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                 episodes=args.episodes,
                 steps=args.steps,
                 seed=args.seed,
+                bundles=bundles,
             )
         save_traces(traces, out / "traces.jsonl")
-        times["record_s"] = time.perf_counter() - t0
+        times["record_s"] = time.perf_counter() - t0 - times["bundles_s"]
         # State edges are witnessed once and kept, so other pruning settings can be tried offline.
         pairs = await witness_all(client, traces)
         save_json(sorted(pairs), out / "state_pairs.json")
@@ -73,12 +97,24 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             traces, state_pairs=pairs, min_count=args.min_count, min_weight=settings.min_weight
         )
         save_json(graph.model_dump(mode="json"), out / "graph.json")
-        times["mine_s"] = time.perf_counter() - t0 - times["record_s"]
+        times["mine_s"] = time.perf_counter() - t0 - times["record_s"] - times["bundles_s"]
         envs = cluster(graph, seed=args.seed, resolution=args.resolution)
+        # §4.1.3: replay servers for stateless servers, s_0 seeded from recorded outputs for
+        # state-query environments; walks and acceptance start from the stored s_0.
+        mat = await materialise(
+            client, envs, traces, out, hosted=set(ok) | set(bundles), bundles=bundles
+        )
+        initial = await store_initial_state(
+            client,
+            sorted({n.mcp for n in graph.nodes.values()}),
+            out / SNAPSHOTS,
+            seeds=mat.seeds,
+            bundles=mat.bundles,
+        )
         cfg = WalkConfig(
             length=args.length, environments=args.envs, attempts=args.attempts, seed=args.seed
         )
-        walker = Walker(client, graph, environment_of(envs), cfg)
+        walker = Walker(client, graph, environment_of(envs), cfg, initial=initial)
         t1 = time.perf_counter()
         chains = await walker.run()
         times["walk_s"] = time.perf_counter() - t1
@@ -86,7 +122,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         t2 = time.perf_counter()
         # Acceptance replays from the stored s_0 each task names (as `weft run` rolls it out);
         # tasks and s_0 files land in OUT/tasks and OUT/snapshots.
-        tasks, sstats = await synthesize(client, chains, export_to=out)
+        tasks, sstats = await synthesize(client, chains, export_to=out, initial=initial)
         times["synthesize_s"] = time.perf_counter() - t2
     kinds = Counter(e.kind.value for e in graph.edges)
     total = sum(kinds.values()) or 1
@@ -97,7 +133,19 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     labels: dict[str, bool] = {k: v for k, v in raw.items() if isinstance(v, bool)}
     data_keys = [f"{e.source} -> {e.target}" for e in graph.edges if e.kind is EdgeKind.DATA]
     judged = [labels[k] for k in data_keys if k in labels]
+
+    def origin(node: str) -> str:
+        return "example" if graph.nodes[node].mcp in bundles else "real"
+
+    by_source = Counter(
+        "-".join(sorted({origin(e.source), origin(e.target)})) + f" {e.kind.value}"
+        for e in graph.edges
+    )
     return {
+        "examples": sorted(bundles),
+        "materialised": mat.summary(),
+        "nodes_by_source": dict(Counter(origin(n) for n in graph.nodes)),
+        "edges_by_source": dict(sorted(by_source.items())),
         "min_count": args.min_count,
         "resolution": args.resolution,
         "servers": ok,
@@ -147,6 +195,11 @@ def main() -> None:
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--keep", type=Path, default=None, help="keep the run folder here")
+    p.add_argument(
+        "--examples",
+        default=None,
+        help="example MCPs to explore too: comma-separated names of examples/mcps/*.json, or all",
+    )
     args = p.parse_args()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
@@ -164,7 +217,10 @@ def main() -> None:
             (f"{k} edges (share)", f"{figures['edges'][k]} ({figures['edge_share'][k]:.0%})")
             for k in ("data", "state", "retry")
         ),
+        ("nodes by source", json.dumps(figures["nodes_by_source"])),
+        ("edges by source and type", json.dumps(figures["edges_by_source"])),
         ("pruned (low N_ij or w)", json.dumps(figures["pruned"])),
+        ("materialised (bundles / seeded / replayed)", json.dumps(figures["materialised"])),
         ("clusters (by kind)", f"{figures['clusters']} {json.dumps(figures['clusters_by_kind'])}"),
         (
             "walks tried / kept / rollbacks",

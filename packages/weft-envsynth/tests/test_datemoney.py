@@ -172,10 +172,11 @@ def test_bundle_computes_dates_and_money(cal_bundle: Path, tmp_path: Path) -> No
     assert out[0] == (False, {"result": "2024-01-04"})
     assert out[1] == (False, {"result": "2024-02-29"})  # May 31 - 3 months: end of February
     assert out[2] == (False, {"result": "2024-02-29"})
-    assert out[3] == (False, {"result": 12})
+    # The documented result is a string (shapert: the documented type where nothing is lost).
+    assert out[3] == (False, {"result": "12"})
     assert out[4] == (False, {"result": "Sunday"})
-    assert out[5] == (False, {"result": 3023.17})  # 19.99 x 151.234 = 3023.16766, to the cent
-    assert out[6] == (False, {"result": 7.87})  # 10 / 1.27 (the inverse of GBP -> USD)
+    assert out[5] == (False, {"result": "3023.17"})  # 19.99 x 151.234 = 3023.16766, to the cent
+    assert out[6] == (False, {"result": "7.87"})  # 10 / 1.27 (the inverse of GBP -> USD)
     assert out[7][0] is True and "date" in str(out[7][1])
     assert out[8][0] is True and "no rate from USD to CHF" in str(out[8][1])
     validation = json.loads((cal_bundle / "validation.json").read_text())

@@ -45,3 +45,40 @@ async def test_placeholders_give_each_session_its_own_memory_file(
     finally:
         await megamcp.close(a)
         await megamcp.close(b)
+
+
+async def test_explorer_drives_example_mcp_bundles_next_to_real_servers(
+    megamcp: Any, server_home: Path, tmp_path: Path
+) -> None:
+    """The example MCPs (examples/mcps, synthesized into envsynth bundles, hosted in the bundle
+    tier) are explored with a real server; ids their results show are carried into `<x>_id`
+    arguments, so the mined graph has example-MCP data edges."""
+    from weft_toolspace.environments import example_bundles
+    from weft_toolspace.graph import build_graph
+    from weft_toolspace.models import EdgeKind
+    from weft_toolspace.pipeline import record
+
+    bundles = example_bundles(["crm", "helpdesk"], tmp_path / "bundles")
+    traces = await record(
+        megamcp,
+        ["memory"],
+        server_home,
+        episodes=4,
+        steps=12,
+        seed=5,
+        servers_per_episode=3,
+        bundles=bundles,
+    )
+    calls = [c for t in traces for c in t.calls]
+    assert {"crm", "helpdesk", "memory"} <= {c.mcp for c in calls}
+    ids = [c for c in calls if c.ok and any(a.endswith("_id") for a in c.arguments)]
+    assert ids, "no call took an id a result had shown"
+    graph = build_graph(traces, min_count=1)
+    routed = [
+        e
+        for e in graph.edges
+        if e.kind is EdgeKind.DATA
+        and graph.nodes[e.target].mcp in bundles
+        and any(link.argument.endswith("_id") for link in e.links)
+    ]
+    assert routed, [f"{e.source} -> {e.target}" for e in graph.edges]

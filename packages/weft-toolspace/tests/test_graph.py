@@ -125,3 +125,19 @@ def test_state_edges_record_which_argument_names_the_same_object() -> None:
     b = edge.examples[0].bindings[0]
     # the table name, not a SQL word (those are constants of both tools)
     assert (b.argument, b.source, b.value, b.whole) == ("query", "args:query", "tab0x", False)
+
+
+def test_numbers_in_a_result_are_not_tokens_of_a_text_argument() -> None:
+    # An example MCP's deal carries an amount (a float leaf); the next call's text argument is
+    # searched for carried tokens: the number must be skipped, not crash the miner.
+    prev = TraceCall(
+        mcp="crm",
+        tool="update_deal",
+        arguments={"deal_id": "DEA-0007"},
+        result={"deal": {"deal_id": "DEA-0007", "amount": 25.5, "title": "alpha"}},
+    )
+    nxt = TraceCall(mcp="helpdesk", tool="add_comment", arguments={"body": "DEA-0007 is won"})
+    links = data_links(prev, nxt)
+    assert [(x.argument, x.output, x.value) for x in links] == [
+        ("body", "deal.deal_id^", "DEA-0007")
+    ]

@@ -1,57 +1,15 @@
-"""Walk control flow on a fake MegaMCP client (in-memory state, real snapshot/restore semantics):
-a neighbour that leads nowhere is rolled back one level and another neighbour is taken."""
+"""Walk control flow on a fake MegaMCP client (`weft_toolspace.testing.FakeMegaMCP`: in-memory
+state, real snapshot/restore semantics): a neighbour that leads nowhere is rolled back one level
+and another neighbour is taken."""
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
 from typing import Any
 
 from weft_toolspace.graph import ToolGraph
 from weft_toolspace.models import EdgeKind, EdgeRecord, NodeRecord
+from weft_toolspace.testing import FakeMegaMCP, FakeResult
 from weft_toolspace.walk import WalkConfig, Walker
-
-
-@dataclass
-class _Result:
-    is_error: bool
-    structured: Any
-    text: str
-
-
-@dataclass
-class _Entry:
-    mutated: bool
-
-
-class FakeMegaMCP:
-    """One counter per group; every call appends to it, snapshots copy it."""
-
-    def __init__(self) -> None:
-        self.state: dict[str, list[str]] = {}
-        self.snaps: dict[str, list[str]] = {}
-
-    async def create_group(self, mcps: list[str]) -> str:
-        self.state["g"] = []
-        return "g"
-
-    async def snapshot(self, group: str) -> str:
-        sid = f"s{len(self.snaps)}"
-        self.snaps[sid] = copy.deepcopy(self.state[group])
-        return sid
-
-    async def restore(self, group: str, sid: str) -> None:
-        self.state[group] = copy.deepcopy(self.snaps[sid])
-
-    async def call_tool(self, group: str, mcp: str, tool: str, args: dict[str, Any]) -> _Result:
-        self.state[group].append(tool)
-        return _Result(False, {"done": tool}, tool)
-
-    async def ledger(self, group: str) -> dict[str, list[_Entry]]:
-        return {"s": [_Entry(mutated=True)]}
-
-    async def close(self, group: str) -> None:
-        self.state.pop(group, None)
 
 
 def _graph() -> ToolGraph:
@@ -114,7 +72,9 @@ async def test_no_walk_is_tried_where_the_graph_holds_none_of_length_l_over_k_en
     calls: list[str] = []
 
     class Counting(FakeMegaMCP):
-        async def call_tool(self, group: str, mcp: str, tool: str, args: dict[str, Any]) -> _Result:
+        async def call_tool(
+            self, group: str, mcp: str, tool: str, args: dict[str, Any]
+        ) -> FakeResult:
             calls.append(tool)
             return await super().call_tool(group, mcp, tool, args)
 

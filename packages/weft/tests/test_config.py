@@ -49,6 +49,10 @@ def test_evolve_section(tmp_path):
         ('[sft]\nmethod = "greedy"\n', "sft.method"),
         ("[sft]\nk = -1\n", "sft.k"),
         ("[evolve]\nrounds = -1\n", "evolve.rounds"),
+        (
+            "[tasks]\nwitnessed_ranking = true\n",
+            "tasks: Value error, witnessed_ranking = true needs",
+        ),
     ],
 )
 def test_bad_configs_name_the_key(tmp_path, text, fragment):
@@ -68,3 +72,14 @@ def test_cli_prints_one_line_and_exit_code_2_for_input_errors(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("weft: ") and "rollouts.views" in err[0]
     assert main(["run", str(tmp_path / "missing.toml"), "--quiet"]) == 2
+
+
+def test_witnessed_ranking_reads_the_evidence_file_next_to_the_config(tmp_path):
+    from weft.pipeline import evidence_path
+
+    text = '[tasks]\nevidence = "ev.json"\nwitnessed_ranking = true\n'
+    config = load_config(_write(tmp_path, text))
+    with pytest.raises(ConfigError, match=r"\[tasks\]\.evidence: 'ev\.json' is not a file"):
+        evidence_path(config)
+    (tmp_path / "ev.json").write_text('{"source": "x", "edges": []}')
+    assert evidence_path(config) == tmp_path / "ev.json"

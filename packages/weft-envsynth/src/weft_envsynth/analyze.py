@@ -26,6 +26,15 @@ from weft_core.models import (
 from weft_core.models.env import Operation
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import field_type, schema_type, string_enum
+from weft_envsynth.amounts import (
+    CREDIT_ROLES,
+    DEBIT_ROLES,
+    MONEY_NOUNS,
+    MOVE_RECORD,
+    MOVE_VERBS,
+    amount_argument,
+    move_verb,
+)
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
@@ -34,6 +43,7 @@ from weft_envsynth.gloss import glossed_write
 from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
 from weft_envsynth.sqlsem import sql_tool_set
+from weft_envsynth.unify import argument_reference, resolve
 from weft_envsynth.vcssem import vcs_tool_set
 
 _WRITE_OPS = {"create", "update", "delete", "action"}
@@ -113,6 +123,10 @@ def _id_is_integer(schema: Any) -> bool:
 
 def _norm_arg(arg: str) -> str:
     ident = W.identifier(arg)
+    # `initial_balance` of an opening call is the balance later calls move (amounts.py).
+    for prefix in ("initial_", "opening_", "starting_", "start_"):
+        if ident.startswith(prefix) and "balance" in ident[len(prefix) :].split("_"):
+            return ident[len(prefix) :]
     for prefix in ("new_", "updated_"):
         if ident.startswith(prefix) and len(ident) > len(prefix):
             rest = ident[len(prefix) :]
@@ -252,9 +266,16 @@ def _classify_by_words(tool: ToolSpec) -> tuple[Operation, str | None]:
 
 
 def _noun_words(tool: ToolSpec, verb: str | None, server_words: set[str]) -> list[str]:
-    out = []
+    """The nouns of a tool's name. A word of the server's name is a prefix to drop
+    (`github_create_issue`) only when another noun remains: `list_notes` in a server named
+    "notes" lists the notes (its only noun), it is not a tool about nothing."""
+    out: list[str] = []
+    dropped: list[str] = []
     for w in W.split_words(tool.name):
-        if w == verb or w in W.STOP_NOUNS or w in server_words or w.isdigit():
+        if w == verb or w in W.STOP_NOUNS or w.isdigit():
+            continue
+        if w in server_words:
+            dropped.append(w)
             continue
         if (
             w
@@ -267,6 +288,12 @@ def _noun_words(tool: ToolSpec, verb: str | None, server_words: set[str]) -> lis
         ):
             continue
         out.append(W.singular(w))
+    if not out:
+        out = [
+            W.singular(w)
+            for w in dropped
+            if w not in W.CREATE_VERBS | W.READ_VERBS | W.LIST_VERBS | W.SEARCH_VERBS
+        ]
     return out
 
 
@@ -342,6 +369,34 @@ def _response_fields(d: _EntityDraft, tool: ToolSpec) -> None:
         added += 1
 
 
+def _amount_movers(spec: MCPSpec, ops: dict[str, tuple[Operation, str | None]]) -> dict[str, str]:
+    """Tools that move an amount between records (amounts.py), by their verb; their operation
+    becomes a write: one record named -> an update of its balance (`withdraw(account_id,
+    amount)`), two or more -> a record of the movement (`transfer(from_account_id,
+    to_account_id, amount)` creates a transfer). Tools other semantics claimed stay as they are."""
+    out: dict[str, str] = {}
+    claimed: set[str] | None = None
+    for t in spec.tools:
+        verb = move_verb(t)
+        op = ops[t.name][0]
+        if verb is None or op.startswith("file_") or compute_semantics(t) is not None:
+            continue
+        if claimed is None:
+            claimed = set(sql_tool_set(spec)) | set(vcs_tool_set(spec))
+            claimed |= set(graph_tool_set(spec).tools)
+        if t.name in claimed:
+            continue
+        ids = [a for a, sc in t.properties.items() if id_argument_entity(a, sc)]
+        if not ids:
+            continue
+        if len(ids) >= 2 and op in {"update", "read", "search", "list", "compute"}:
+            ops[t.name] = ("create", verb)
+        elif len(ids) == 1 and op in {"read", "search", "list", "compute"}:
+            ops[t.name] = ("update", verb)
+        out[t.name] = verb
+    return out
+
+
 def analyze_programmatic(spec: MCPSpec) -> Analysis:
     """Infer entities, relations and tool effects from names, descriptions and argument schemas."""
     if not spec.tools:
@@ -373,6 +428,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     # records, whatever CRUD verb a single tool's words suggest (`open_nodes`, `add_observations`).
     for name in graph_tool_set(spec).tools:
         ops[name] = ("compute", None)
+    movers = _amount_movers(spec, ops)
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
     id_entities: Counter[str] = Counter()
@@ -386,6 +442,11 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
     for t in spec.tools:
         op, verb = ops[t.name]
         nouns = _noun_words(t, verb, server_words)
+        if t.name in movers:
+            # `withdraw_funds(account_id, amount)` acts on the account; the funds are the amount.
+            nouns = [n for n in nouns if n not in MONEY_NOUNS and n not in MOVE_VERBS]
+            if not nouns and op == "create":
+                nouns = [MOVE_RECORD[movers[t.name]]]
         noun_of[t.name] = nouns
         if op in _WRITE_OPS and nouns:
             write_nouns.add(_entity_name("_".join(nouns[-2:])))
@@ -394,6 +455,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
 
     drafts: dict[str, _EntityDraft] = {}
     tool_entity: dict[str, str | None] = {}
+    pending: dict[str, str] = {}  # tools known only by the id they require
     for t in spec.tools:
         op, _verb = ops[t.name]
         if op.startswith("file_"):
@@ -407,27 +469,63 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 chosen = _entity_name(p)
                 break
         if chosen is None:
+            # A multi-word entity inside the name (`get_credit_card_balance`: credit_card) before
+            # one of its words (`card`).
+            inner = [
+                "_".join(nouns[i:j])
+                for i in range(len(nouns))
+                for j in range(len(nouns), i + 1, -1)
+            ]
+            chosen = next((_entity_name(p) for p in inner if _entity_name(p) in candidates), None)
+        if chosen is None:
             for n in reversed(nouns):
                 if _entity_name(n) in candidates:
                     chosen = _entity_name(n)
                     break
-        if chosen is None:
-            own_ids = [
-                id_argument_entity(a, t.properties.get(a))
-                for a in t.required
-                if id_argument_entity(a, t.properties.get(a))
-            ]
-            if own_ids and op in {"read", "update", "delete", "action"}:
-                chosen = _entity_name(own_ids[-1] or "")
+        own_ids = [
+            id_argument_entity(a, t.properties.get(a))
+            for a in t.required
+            if id_argument_entity(a, t.properties.get(a))
+        ]
+        if chosen is None and own_ids and op in {"read", "update", "delete", "action"}:
+            pending[t.name] = own_ids[-1] or ""  # resolved once the real entities are known
+            continue
         if chosen is None:
             chosen = _entity_name("_".join(nouns[-2:]) if nouns else t.name)
         tool_entity[t.name] = chosen
+    # Entity unification: an id-like argument refers to the entity of the tool set its
+    # definition names (`receiver_id` "User ID of the user" -> user), not a table of its own.
+    real = {e for e in tool_entity.values() if e is not None}
+    kept = {e for n, e in tool_entity.items() if e is not None and ops[n][0] in _WRITE_OPS}
+    ref_of: dict[tuple[str, str], str] = {}
+    for t in spec.tools:
+        for arg, sch in t.properties.items():
+            stem = id_argument_entity(arg, sch)
+            desc = str(sch.get("description", "")) if isinstance(sch, dict) else ""
+            if stem:
+                ref_of[(t.name, arg)] = _entity_name(
+                    resolve(_entity_name(stem), desc, real, kept) or stem
+                )
+            elif (other := argument_reference(arg, sch, real)) is not None:
+                ref_of[(t.name, arg)] = other
+    for name, stem in pending.items():
+        tool = spec.tool(name)
+        arg = next(
+            a for a in reversed(tool.required) if id_argument_entity(a, tool.properties.get(a))
+        )
+        tool_entity[name] = ref_of.get((name, arg), _entity_name(stem))
+    for t in spec.tools:
+        chosen = tool_entity[t.name]
+        if chosen is None:
+            continue
         drafts.setdefault(chosen, _EntityDraft(chosen)).tools.append(t.name)
-        if op in _WRITE_OPS:
+        if ops[t.name][0] in _WRITE_OPS:
             drafts[chosen].written = True
 
     # Fields, keys and references.
     referenced: dict[str, str] = {}  # entity -> key type
+    field_ref: dict[tuple[str, str], str] = {}  # (entity, field) -> entity it references
+    key_typed: set[str] = set()  # entities whose key type an argument of their own gives
     for t in spec.tools:
         ent = tool_entity[t.name]
         if ent is None:
@@ -438,20 +536,29 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             norm = _norm_arg(arg)
             if norm in W.OPTION_ARGS and op in {"list", "search", "compute", "read"}:
                 continue
+            if t.name in movers and op in {"update", "action"} and arg == amount_argument(t):
+                continue  # moved onto the record's balance, not stored as a field of it
             if norm in W.QUERY_ARGS and op in {"search", "list", "compute"}:
                 continue
-            target = id_argument_entity(arg, schema)
-            if norm == "id" or (target is not None and _entity_name(target) == ent):
+            raw = id_argument_entity(arg, schema)
+            # `card_id` of a tool about credit cards is the credit card's key (unify.resolve).
+            own = raw is not None and ref_of.get((t.name, arg)) == ent
+            if norm == "id" or own or (raw is not None and _entity_name(raw) == ent):
                 if d.key is None:
                     d.key = "id" if norm == "id" else f"{ent}_id"
                 if _id_is_integer(schema):
                     d.key_type = "integer"
+                key_typed.add(ent)
                 continue
+            target = ref_of.get((t.name, arg))
+            # A reference to the tool's own entity (`card_number` of a credit card) is a field.
+            if target is not None and (target == ent or ent.endswith("_" + target)):
+                target = None
             if target is not None:
-                tname = _entity_name(target)
                 referenced.setdefault(
-                    tname, "integer" if schema_type(schema) == "integer" else "string"
+                    target, "integer" if schema_type(schema) == "integer" else "string"
                 )
+                field_ref[(ent, norm)] = target
             desc = schema.get("description", "") if isinstance(schema, dict) else ""
             d.add_field(norm, schema, description=str(desc))
         if not d.description:
@@ -460,14 +567,35 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             _response_fields(d, t)
 
     for tname, ktype in referenced.items():
-        if tname not in drafts:
-            ref = _EntityDraft(tname)
-            ref.key, ref.key_type = f"{tname}_id", ktype
-            ref.add_field("name", {"type": "string"})
-            if tname in _PEOPLE or tname.split("_")[-1] in _PEOPLE:
-                ref.add_field("email", {"type": "string"})
-            ref.description = f"A {tname.replace('_', ' ')} referenced by id."
-            drafts[tname] = ref
+        if tname in drafts:
+            continue
+        ref = _EntityDraft(tname)
+        ref.key, ref.key_type = f"{tname}_id", ktype
+        ref.add_field("name", {"type": "string"})
+        if tname in _PEOPLE or tname.split("_")[-1] in _PEOPLE:
+            ref.add_field("email", {"type": "string"})
+        ref.description = f"A {tname.replace('_', ' ')} referenced by id."
+        drafts[tname] = ref
+    # A record a money-moving tool debits or credits keeps a balance (the amount lands there).
+    for name, verb in movers.items():
+        tool = spec.tool(name)
+        ent = tool_entity[name]
+        for arg, sch in tool.properties.items():
+            target = ref_of.get((name, arg))
+            raw = id_argument_entity(arg, sch)
+            if raw is not None and _entity_name(raw) == ent:
+                target = ent
+            if target is None or target not in drafts:
+                continue
+            directed = MOVE_VERBS[verb] or set(W.split_words(arg)) & (DEBIT_ROLES | CREDIT_ROLES)
+            has_balance = any(
+                "balance" in W.split_words(f) or f in {"funds", "credits", "points", "wallet"}
+                for f in drafts[target].fields
+            )
+            if directed and not has_balance and ops[name][0] in {"create", "update", "action"}:
+                drafts[target].add_field(
+                    "balance", {"type": "number"}, description="Balance the amounts move."
+                )
 
     # Status transitions of `action` tools.
     transitions: dict[str, list[StateTransition]] = {}
@@ -501,6 +629,23 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             enum = drafts[tr.entity].fields[tr.field].enum or []
             tr.from_values = [v for v in enum if v != tr.to_value]
 
+    # A reference holds its entity's key. A key no argument of its own types takes the type of
+    # the numbers that reference it (`chapter_no` -> an integer chapter key); a key typed by the
+    # entity's own tools that the reference cannot hold (`appId` "Bundle ID" beside a numeric
+    # app `id`) means some other identifier: no reference.
+    not_refs: set[tuple[str, str]] = set()
+    for (ent, fname), target in field_ref.items():
+        f_ref = drafts[ent].fields.get(fname)
+        if f_ref is None or target not in drafts:
+            continue
+        numeric = f_ref.type in {"integer", "number"}
+        if numeric == (drafts[target].key_type == "integer"):
+            continue
+        if target not in key_typed and f_ref.type == "integer" and not drafts[target].written:
+            drafts[target].key_type = "integer"
+            key_typed.add(target)
+        else:
+            not_refs.add((ent, fname))
     entities: list[Entity] = []
     relations: list[Relation] = []
     for d in drafts.values():
@@ -523,12 +668,19 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 if extra not in d.fields:
                     d.add_field(extra, {"type": "string"})
         for f in d.fields.values():
-            target = (
-                id_argument_entity(f.name) if f.type in {"string", "integer", "number"} else None
-            )
+            target = field_ref.get((d.name, f.name))
+            if target is None and f.type in {"string", "integer", "number"}:
+                stem = id_argument_entity(f.name)
+                target = (
+                    _entity_name(resolve(_entity_name(stem), "", real, kept) or stem)
+                    if stem
+                    else None
+                )
             fk = None
-            if target and _entity_name(target) in drafts and _entity_name(target) != d.name:
-                tgt = drafts[_entity_name(target)]
+            if (d.name, f.name) in not_refs:
+                target = None
+            if target and target in drafts and target != d.name:
+                tgt = drafts[target]
                 tgt_key = tgt.key or ("id" if not tgt.written else f"{tgt.name}_id")
                 fk = f"{tgt.name}.{tgt_key}"
                 relations.append(Relation(source=f"{d.name}.{f.name}", target=fk))
@@ -565,10 +717,14 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
             kind = StateKind.STATELESS if e.reference_data else StateKind.DATABASE
             reads = [ent]
             writes = [ent] if op in _WRITE_OPS else []
-            for arg, sch in t.properties.items():
-                target = id_argument_entity(arg, sch)
-                if target and _entity_name(target) in by_name and _entity_name(target) != ent:
-                    reads.append(_entity_name(target))
+            for arg in t.properties:
+                target = ref_of.get((t.name, arg))
+                if (
+                    target
+                    and target in by_name
+                    and not (target == ent or ent.endswith("_" + target))
+                ):
+                    reads.append(target)
         effects.append(
             ToolEffect(
                 tool=t.name,

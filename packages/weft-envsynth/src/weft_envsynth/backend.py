@@ -15,12 +15,14 @@ from langchain_core.language_models import BaseChatModel
 from weft_core.models import ContractSet, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
+from weft_envsynth.amounts import amount_moves
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.filesem import edit_pairs, media_result, text_result
 from weft_envsynth.gloss import write_confirmation
 from weft_envsynth.graphsem import confirmation, graph_tool_set
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
+from weft_envsynth.responses import documents_records, response_notes, response_shape
 from weft_envsynth.schema import model_class
 from weft_envsynth.sqlsem import sql_tool_set
 from weft_envsynth.vcssem import vcs_tool_set
@@ -158,6 +160,13 @@ def backend(
                 continue
             notes.append(f"backend: model route for {c.tool} rejected ({problems[0]})")
         routes.append(route_programmatic(c, model))
+    # Balances moved by transfers, payments, withdrawals and deposits (amounts.py), whoever
+    # planned the route.
+    for i, c in enumerate(contract_set.contracts[: len(routes)]):
+        if routes[i].tool == c.tool and routes[i].entity is not None:
+            routes[i] = routes[i].model_copy(
+                update={"moves": amount_moves(spec.tool(c.tool), c, model)}
+            )
     shell = file_tool_set(spec)
     for i, r in enumerate(routes):
         sem = shell.get(r.tool)
@@ -238,6 +247,7 @@ def backend(
                     "reads_all": [],
                 }
             )
+    notes += [f"backend: {n}" for n in response_notes(spec)]
     return BackendPlan(routes=routes), notes
 
 
@@ -423,6 +433,15 @@ def _render_route(
             out.append(f"if {arg(argname)} is not None:")
             out.append(f"    row.{f} = {arg(argname)}")
 
+    def move() -> None:
+        # Amounts moved onto balances (amounts.py), in the same transaction as the row.
+        for mv in route.moves:
+            cls_mv = f"m.{model_class(mv.entity)}"
+            out.append(
+                f"move_amount(session, {cls_mv}, {arg(mv.argument)}, {mv.entity!r}, "
+                f"{mv.field!r}, {mv.sign}, {arg(mv.amount)}, {mv.no_overdraft!r})"
+            )
+
     def commit(refresh: bool = True) -> None:
         if route.commit:
             out.append("session.add(row)")
@@ -462,9 +481,16 @@ def _render_route(
             )
             if status_default is not None and status_default.enum:
                 out.append(f"row.{status_default.name} = {status_default.enum[0]!r}")
+        move()
         commit()
         said = _confirmation(tool, ename)
         out.append(f"return {{{ename!r}: row_dict(row){said}}}")
+    elif op == "read" and not route.key_argument and documents_records(tool):
+        # `get_watchlist()` documents a list: every record its filters match, under items (the
+        # first one stays under its kind, as for any read).
+        locate()
+        out.append(f"rows = list(session.exec(stmt.order_by({cls}.{key})).all())")
+        out.append(f"return {{{ename!r}: row_dict(row), **page(rows, None)}}")
     elif op == "read":
         locate()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
@@ -482,6 +508,7 @@ def _render_route(
     elif op == "update":
         locate()
         assign()
+        move()
         commit()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
     elif op == "action":
@@ -493,6 +520,7 @@ def _render_route(
             )
             out.append(f"row.{t.field} = {t.to_value!r}")
         assign()
+        move()
         commit()
         out.append(f"return {{{ename!r}: row_dict(row)}}")
     elif op == "delete" and idempotent_delete(tool, op):
@@ -679,6 +707,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "    first_row,",
         "    get_row,",
         "    install_error_handlers,",
+        "    move_amount,",
         "    next_key,",
         "    page,",
         "    require_row,",
@@ -693,6 +722,8 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         f"SERVER_NAME = {spec.slug!r}",
         "router = APIRouter()",
         "ROUTES: dict[str, str] = {}",
+        "# Per tool its documented response, as results are shaped after it (weft_envsynth.responses).",
+        "SHAPES: dict[str, dict[str, Any]] = {}",
         "",
         "",
     ]
@@ -708,7 +739,11 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         lines += _render_args_model(tool, args_cls)
         lines += ["", ""]
         lines += _render_route(route, tool, model, fn, args_cls, path)
-        lines += ["", "", f"ROUTES[{route.tool!r}] = {path!r}", "", ""]
+        lines += ["", "", f"ROUTES[{route.tool!r}] = {path!r}"]
+        shape = response_shape(tool, route, model, spec.tools)
+        if shape is not None:
+            lines.append(f"SHAPES[{route.tool!r}] = {shape!r}")
+        lines += ["", ""]
     lines += [
         "def create_app() -> FastAPI:",
         '    """The FastAPI backend: one POST route per tool; the body is the tool\'s arguments."""',
@@ -720,7 +755,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "",
         "def create_server() -> FastMCP:",
         '    """The FastMCP server of this bundle (serves the certified tools once manifest.json exists)."""',
-        "    return build_mcp(create_app(), SERVER_NAME, ROUTES, certified_tools())",
+        "    return build_mcp(create_app(), SERVER_NAME, ROUTES, certified_tools(), SHAPES)",
         "",
     ]
     return "\n".join(lines)

@@ -24,8 +24,10 @@ from weft_core.models import (
 )
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import string_enum
+from weft_envsynth.amounts import amount_moves
 from weft_envsynth.analyze import _norm_arg, id_argument_entity
 from weft_envsynth.plans import Analysis, ToolEffect
+from weft_envsynth.unify import resolve
 
 _ENTITY_OPS = {"create", "read", "list", "search", "update", "delete", "action", "compute"}
 _TYPE_SCHEMA = {
@@ -133,6 +135,10 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
     for arg, schema in tool.properties.items():
         norm = _norm_arg(arg)
         target = id_argument_entity(arg, schema)
+        if target is not None and norm not in fields:
+            # `card_id` on a tool about credit cards: the key when the definition says so.
+            desc = str(schema.get("description", "")) if isinstance(schema, dict) else ""
+            target = resolve(W.identifier(target), desc, {entity.name}) or target
         if (
             norm == "id"
             or norm == entity.key
@@ -241,7 +247,7 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
         )
     reads = list(effect.reads) or [entity.name]
     writes = [entity.name] if op in {"create", "update", "delete", "action"} else []
-    return ToolContract(
+    contract = ToolContract(
         tool=tool.name,
         state_kind=effect.state_kind,
         operation=op,
@@ -254,6 +260,20 @@ def contract_programmatic(tool: ToolSpec, effect: ToolEffect, model: EntityModel
         errors=errors,
         transitions=list(effect.transitions),
     )
+    # Balances the call moves an amount on (amounts.py): written as `entity.field`.
+    for mv in amount_moves(tool, contract, model):
+        where = f"{mv.entity}.{mv.field}"
+        contract.reads = list(dict.fromkeys([*contract.reads, mv.entity]))
+        contract.writes = list(dict.fromkeys([*contract.writes, where]))
+        if mv.no_overdraft:
+            contract.preconditions.append(f"{where} of {mv.argument} >= {mv.amount}")
+            contract.errors.append(
+                ErrorCase(
+                    condition=f"{where} of {mv.argument} below {mv.amount}",
+                    message=f"insufficient_funds: {mv.entity} {mv.field} too low",
+                )
+            )
+    return contract
 
 
 def check_contract(tool: ToolSpec, contract: ToolContract, model: EntityModel) -> list[str]:

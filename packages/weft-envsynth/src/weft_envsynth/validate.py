@@ -22,6 +22,12 @@ from typing import TYPE_CHECKING, Any
 from weft_core.binding import SessionBinding, bind_session, release_session
 from weft_core.models import ContractSet, Entity, EntityModel, MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal import words as W
+from weft_envsynth._internal.amountchecks import (
+    moved_rows,
+    moves_problem,
+    only_moved,
+    overdraft_refused,
+)
 from weft_envsynth._internal.behaviourchecks import BehaviourChecks
 from weft_envsynth._internal.callgen import CallGenerator
 from weft_envsynth._internal.computechecks import ComputeChecks
@@ -38,6 +44,8 @@ from weft_envsynth._internal.graphchecks import GraphChecks
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth._internal.sqlchecks import SqlChecks
 from weft_envsynth._internal.vcschecks import VcsChecks
+from weft_envsynth._templates.runtime import query_words
+from weft_envsynth.amounts import amount_moves
 from weft_envsynth.analyze import idempotent_delete, whole_store_read
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
@@ -72,10 +80,12 @@ SEED_FILES = {
 
 
 class _Call:
-    def __init__(self, is_error: bool, data: Any, text: str) -> None:
+    def __init__(self, is_error: bool, data: Any, text: str, shaped: Any = None) -> None:
         self.is_error = is_error
         self.data = data
         self.text = text
+        # What the caller reads: the documented response's shape (data adds the route's records).
+        self.shaped = data if shaped is None else shaped
 
 
 class _Validator(
@@ -135,7 +145,16 @@ class _Validator(
     async def call(self, tool: str, args: dict[str, Any]) -> _Call:
         res = await self.client.call_tool(tool, args, raise_on_error=False)
         text = " ".join(getattr(c, "text", "") for c in res.content or [])
-        return _Call(bool(res.is_error), res.structured_content, text)
+        # The checks read the route's records; the documented fields that replaced some of them
+        # (runtime.ROUTE_RESULT_META) are what the documented-fields probe reads.
+        shaped = res.structured_content
+        own = (res.meta or {}).get("weft/route_result")
+        data = (
+            {**(shaped if isinstance(shaped, dict) else {}), **own}
+            if isinstance(own, dict)
+            else shaped
+        )
+        return _Call(bool(res.is_error), data, text, shaped)
 
     def state(self) -> Rows:
         return read_db(self.db, self.model)
@@ -288,7 +307,11 @@ class _Validator(
         after = self.state()
         op = contract.operation
         kind = "query" if op in {"read", "list", "search", "compute"} else "update"
-        if res.is_error:
+        moves = amount_moves(tool, contract, self.model)
+        if res.is_error and not diff_rows(before, after):
+            if overdraft_refused(moves, args, before, res.text):
+                self.record(tool.name, name, kind, True, detail="refused: insufficient funds")
+                return
             self.record(
                 tool.name,
                 name,
@@ -366,9 +389,16 @@ class _Validator(
                     return "mapping", f"item differs from the DB: {why}"
             return None
         table_diff = diff.get(ent.name, {})
-        others = {t: d for t, d in diff.items() if t != ent.name}
+        moves = amount_moves(tool, contract, self.model)
+        moved = moved_rows(moves, args)
+        others = {
+            t: d for t, d in diff.items() if t != ent.name and not only_moved(d, moved.get(t))
+        }
         if others:
             return "mapping", f"tables other than {ent.name} changed: {sorted(others)}"
+        why_moved = moves_problem(moves, args, before, after)
+        if why_moved:
+            return "mapping", why_moved
         if op == "create":
             inserted = table_diff.get("inserted", [])
             if len(inserted) != 1 or table_diff.get("updated") or table_diff.get("deleted"):
@@ -423,7 +453,9 @@ class _Validator(
                         f"{f} should be {v!r} after {tool.name}, DB has {row.get(f)!r}",
                     )
             changed = {f for f in row if not same_value(row.get(f), target.get(f))}
-            stray = changed - set(expected_changes)
+            stray = (
+                changed - set(expected_changes) - {m.field for m in moves if m.entity == ent.name}
+            )
             if stray:
                 return "mapping", f"{tool.name} also changed {sorted(stray)}"
             why = same_row(data.get(ent.name), row)
@@ -464,7 +496,7 @@ class _Validator(
             (m.argument for m in contract.mappings if m.role == "filter" and m.field is None), None
         )
         if text_arg and args.get(text_arg) is not None:
-            words = [w for w in str(args[text_arg]).lower().split() if len(w) >= 2]
+            words = query_words(args[text_arg])
             fields = [f.name for f in ent.fields if f.type == "string" and not f.primary_key]
             if words:
                 rows = [

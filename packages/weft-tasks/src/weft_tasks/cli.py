@@ -75,6 +75,18 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--distractors", type=int, default=None, help="distractor rows per table (round iii)"
     )
+    c.add_argument(
+        "--evidence",
+        type=Path,
+        default=None,
+        help="execution evidence file (`weft-toolspace evidence`); with --witnessed-ranking",
+    )
+    c.add_argument(
+        "--witnessed-ranking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rank combinations and tool chains the evidence witnessed higher (default: off)",
+    )
     _common(c)
     _harness_parser(sub)
     return ap
@@ -94,6 +106,8 @@ def _settings(args: argparse.Namespace) -> TasksSettings:
         ("model", "model"),
         ("megamcp", "megamcp_url"),
         ("admin_token", "megamcp_admin_token"),
+        ("evidence", "evidence"),
+        ("witnessed_ranking", "witnessed_ranking"),
     ):
         value = getattr(args, arg, None)
         if value is not None:
@@ -188,7 +202,7 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
     from weft_core.console import ProgressTracker, progress
     from weft_tasks.atomic.library import load_library
     from weft_tasks.atomic.megamcp import megamcp_client
-    from weft_tasks.compose.pipeline import Composer
+    from weft_tasks.compose.pipeline import Composer, witnessed_evidence
     from weft_tasks.compose.profiles import DEFAULT_PROFILES, load_profiles
     from weft_tasks.compose.stats import show
     from weft_tasks.exceptions import TasksUserError
@@ -196,6 +210,7 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
     if args.n < 1:
         raise TasksUserError(f"--n must be at least 1, got {args.n}")
     profiles = load_profiles(args.profiles) if args.profiles else DEFAULT_PROFILES
+    witnessed_evidence(settings)  # a bad evidence file fails before any host starts
     libraries = load_library(args.library)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -62,3 +64,17 @@ class TasksSettings(BaseSettings):
         ),
     )
     seed: int = Field(default=0, description="Random seed of sampling and synthesis.")
+    evidence: Path | None = Field(
+        default=None,
+        description=(
+            "Execution evidence file (weft_core ExecutionEvidence JSON, e.g. written by "
+            "`weft-toolspace evidence`): tool-to-tool edges witnessed in real traces."
+        ),
+    )
+    witnessed_ranking: bool = Field(
+        default=False,
+        description=(
+            "Rank MCP combinations and atomic tool chains that the execution evidence witnessed "
+            "higher when composing; off = the evidence-free ranking exactly. Needs `evidence`."
+        ),
+    )

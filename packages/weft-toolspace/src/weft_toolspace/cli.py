@@ -5,6 +5,8 @@ reading the previous one's files in OUT:
     weft-toolspace cluster -o OUT                                          OUT/environments.json
     weft-toolspace walk -o OUT [--length L --envs K --attempts N]           OUT/chains.jsonl
     weft-toolspace synthesize -o OUT [--model M]                           OUT/tasks/*.json, snapshots/
+    weft-toolspace evidence -o OUT [--to FILE]                             OUT/evidence.json
+    weft-toolspace pro -o OUT --servers S1,S2 [--length L --envs K]        OUT/pro/ (§5 upgrade)
 
 Stages that execute (record, state-edge witnessing, walk, synthesize) host the real servers in a
 MegaMCP host on 127.0.0.1 for the run. Errors print one line and exit 2.
@@ -22,10 +24,12 @@ from typing import Any
 
 from weft_toolspace import servers
 from weft_toolspace.clusters import cluster, environment_of
+from weft_toolspace.evidence import evidence_of
 from weft_toolspace.exceptions import ToolSpaceError
 from weft_toolspace.graph import ToolGraph
 from weft_toolspace.models import Chain, Environment, TraceRecord
 from weft_toolspace.pipeline import hosted, mine, record, save_json, save_traces
+from weft_toolspace.pro import ProConfig, link_outside, run_pro
 from weft_toolspace.settings import ToolSpaceSettings
 from weft_toolspace.synthesize import synthesize
 from weft_toolspace.traces import load_traces
@@ -147,13 +151,7 @@ async def cmd_synthesize(args: argparse.Namespace, settings: ToolSpaceSettings) 
     chains = [
         Chain.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()
     ]
-    writer = None
-    if args.model:
-        from weft_core.llm import make_chat_model
-        from weft_toolspace.writers import LLMTaskWriter
-
-        model = make_chat_model(args.model, setting="--model")
-        writer = LLMTaskWriter(model) if model is not None else None
+    writer = _writer(args.model)
     names = _servers_in({s.mcp for c in chains for s in c.steps})
     with tempfile.TemporaryDirectory(prefix="weft-toolspace-") as tmp:
         await _install(settings, names, Path(tmp))
@@ -167,6 +165,58 @@ async def cmd_synthesize(args: argparse.Namespace, settings: ToolSpaceSettings) 
         "rejected": stats.rejected,
         "duplicates": stats.duplicates,
         "llm_rejected": stats.llm_rejected,
+    }
+
+
+async def cmd_evidence(args: argparse.Namespace, settings: ToolSpaceSettings) -> dict[str, Any]:
+    evidence = evidence_of(
+        _graph(args.out), source=f"weft-toolspace graph {args.out / 'graph.json'}"
+    )
+    dest: Path = args.to or args.out / "evidence.json"
+    save_json(evidence.model_dump(mode="json"), dest)
+    kinds = sorted({e.kind for e in evidence.edges})
+    return {"edges": len(evidence.edges), "kinds": kinds, "written": str(dest)}
+
+
+def _writer(spec: str | None) -> Any:
+    if not spec:
+        return None
+    from weft_core.llm import make_chat_model
+    from weft_toolspace.writers import LLMTaskWriter
+
+    model = make_chat_model(spec, setting="--model")
+    return LLMTaskWriter(model) if model is not None else None
+
+
+async def cmd_pro(args: argparse.Namespace, settings: ToolSpaceSettings) -> dict[str, Any]:
+    graph = _graph(args.out)
+    own = [n.strip() for n in args.servers.split(",") if n.strip()]
+    pro = ProConfig(
+        length_factor=settings.pro_length_factor,
+        extra_environments=settings.pro_extra_environments,
+        hops=settings.pro_hops,
+    )
+    env = link_outside(graph, own, hops=pro.hops)  # bad --servers fails before any install
+    names = _servers_in({n.mcp for n in env.graph.nodes.values()})
+    base = WalkConfig(
+        length=args.length, environments=args.envs, attempts=args.attempts, seed=settings.seed
+    )
+    with tempfile.TemporaryDirectory(prefix="weft-toolspace-") as tmp:
+        await _install(settings, names, Path(tmp))
+        async with hosted(Path(tmp)) as client:
+            await servers.register(client, names, settings.server_home)
+            run = await run_pro(
+                client,
+                graph,
+                own,
+                args.out / "pro",
+                base=base,
+                pro=pro,
+                resolution=settings.resolution,
+                writer=_writer(args.model),
+            )
+    return run.model_dump(mode="json", exclude={"linked"}) | {
+        "linked": [t.node for t in run.linked]
     }
 
 
@@ -198,7 +248,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--model", default=None, help="chat model for task texts (default: programmatic)"
     )
-    for q in (m, c, w, s):
+    ev = sub.add_parser(
+        "evidence",
+        help="the graph's witnessed data/state edges for `weft-tasks compose --evidence`",
+    )
+    ev.add_argument(
+        "--to", type=Path, default=None, help="file to write (default OUT/evidence.json)"
+    )
+    pr = sub.add_parser(
+        "pro", help="§5 upgrade: link outside tools into an environment, walk longer (OUT/pro)"
+    )
+    pr.add_argument(
+        "--servers", required=True, help="the environment's own servers, comma-separated"
+    )
+    pr.add_argument("--length", type=int, default=5, help="L of the environment's own walks")
+    pr.add_argument("--envs", type=int, default=1, help="K of the environment's own walks")
+    pr.add_argument("--attempts", type=int, default=6, help="walk attempts, base and Pro each")
+    pr.add_argument(
+        "--model", default=None, help="chat model for task texts (default: programmatic)"
+    )
+    for q in (m, c, w, s, ev, pr):
         q.add_argument("-o", "--out", type=Path, required=True, help="the run folder")
     return p
 
@@ -209,6 +278,8 @@ _COMMANDS = {
     "cluster": cmd_cluster,
     "walk": cmd_walk,
     "synthesize": cmd_synthesize,
+    "evidence": cmd_evidence,
+    "pro": cmd_pro,
 }
 
 

@@ -127,7 +127,21 @@ def role(tool: str, arg: str) -> str | None:
         "source_timezone": ZONE,
         "target_timezone": "other-zone",
         "time": CLOCK,
-    }.get(arg)
+    }.get(arg, _identifier(arg))
+
+
+def _identifier(arg: str) -> str | None:
+    """An `<object>_id` argument names an object a result showed under the same key (the example
+    MCPs' `customer_id`, `ticket_id`): its role is that key, so ids flow within and across servers."""
+    return f"id:{arg}" if arg.endswith("_id") and len(arg) > 3 else None
+
+
+def _consumes(r: str) -> tuple[str, ...]:
+    return (r,) if r.startswith("id:") else _CONSUMES.get(r, ())
+
+
+def _needs(r: str) -> str | None:
+    return r if r.startswith("id:") else _NEEDS.get(r)
 
 
 # Which fact kinds a role consumes (a tool "follows" the last call if it consumes a fresh fact).
@@ -224,6 +238,10 @@ def observe(memory: Memory, tool: str, args: dict[str, Any], result: Any, ok: bo
             memory.add(Fact(ZONE, leaf))
         elif key == "datetime" and "T" in leaf:
             memory.add(Fact(CLOCK, leaf[11:16]))
+    for p, leaf in _leaves(result):
+        key = p.rsplit(".", 1)[-1]
+        if _identifier(key) and isinstance(leaf, str | int) and not isinstance(leaf, bool) and leaf:
+            memory.add(Fact(f"id:{key}", leaf))
     if isinstance(result, list) and all(isinstance(r, dict) for r in result):
         if tool == "list_tables":
             for r in result:
@@ -277,18 +295,18 @@ class ExplorerPolicy:
     def follows(self, tool: str, schema: dict[str, Any]) -> bool:
         """Whether the tool can use a fact the last call showed or made."""
         fresh = {f.kind for f in self.memory.open_()}
-        return any(k in fresh for r in self._roles(tool, schema) for k in _CONSUMES.get(r, ()))
+        return any(k in fresh for r in self._roles(tool, schema) for k in _consumes(r))
 
     def fillable(self, tool: str, schema: dict[str, Any]) -> bool:
         """Every reference argument has a known fact (a guess is made elsewhere, on purpose)."""
-        return all(self.memory.of(_NEEDS[r]) for r in self._refs(tool, schema))
+        return all(self.memory.of(_needs(r) or r) for r in self._refs(tool, schema))
 
     def _weight(self, mcp: str, tool: str, schema: dict[str, Any]) -> float:
         """How much a goal-directed agent wants this call now: using what the last call showed
         beats using what it made; carrying a value to another server is what cross-environment
         work is; destroying or undoing is rarely the point."""
         fresh_shown = {f.kind for f in self.memory.open_() if not f.made}
-        uses = {k for r in self._roles(tool, schema) for k in _CONSUMES.get(r, ())}
+        uses = {k for r in self._roles(tool, schema) for k in _consumes(r)}
         w = 3.0 if uses & fresh_shown else 1.0
         if self.last is not None and mcp != self.last[0]:
             w *= 1.5
@@ -341,7 +359,7 @@ class ExplorerPolicy:
 
     def _refs(self, tool: str, schema: dict[str, Any]) -> list[str]:
         """Roles that must name something that exists (a tool without any opens new work)."""
-        return [x for x in self._roles(tool, schema) if x in _NEEDS]
+        return [x for x in self._roles(tool, schema) if _needs(x) is not None]
 
     def _make(self, choice: tuple[str, str, dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
         mcp, tool, schema = choice
@@ -446,7 +464,10 @@ class ExplorerPolicy:
             return r.choice(ZONES)
         if kind == CLOCK:
             return self._ref(CLOCK, lambda: f"{r.randint(8, 18):02d}:{r.choice((0, 30)):02d}")
-        return self._by_type(prop)
+        if kind is not None and kind.startswith("id:"):
+            # An id not seen yet is guessed in the shape ids take (an agent's wrong guess).
+            return self._ref(kind, lambda: f"{arg[:3].upper()}-{r.randint(1, 9999):04d}")
+        return self._by_type(prop, arg)
 
     def _sql(self, tool: str) -> str:
         r = self.rng
@@ -463,10 +484,20 @@ class ExplorerPolicy:
             return f"SELECT * FROM {table} WHERE name = '{row.value.get('name')}'"
         return f"SELECT * FROM {table}"
 
-    def _by_type(self, prop: dict[str, Any]) -> Any:
+    def _by_type(self, prop: dict[str, Any], arg: str = "") -> Any:
         kind = prop.get("type")
         if "enum" in prop:
             return prop["enum"][0]
+        fmt = prop.get("format")
+        if fmt == "email":  # unique per call: "emails are unique" is a common requirement
+            return f"{self.rng.choice(WORDS)}.{self.rng.randint(100, 999)}@example.org"
+        if fmt in ("date", "date-time"):
+            # A span's end after its start (start_date / end_date, start_time / end_time).
+            day = 10 + (3 if arg.startswith("end") else 0)
+            return f"2027-03-{day}" if fmt == "date" else f"2027-03-{day}T09:00:00Z"
+        if kind == "number":
+            low = float(prop.get("minimum", prop.get("exclusiveMinimum", 0)))
+            return round(low + self.rng.choice((25.0, 120.5, 480.0)), 2)
         if kind == "integer":
             return 5
         if kind == "boolean":

@@ -65,10 +65,13 @@ def empty_db(folder: Path) -> Path:
         return _publish(folder, path.read_bytes(), DB_SUFFIX)
 
 
-def initial_workspace(name: str, folder: Path) -> Path | None:
+def initial_workspace(name: str, folder: Path, files: dict[str, str] | None = None) -> Path | None:
     """The tarball of server `name`'s s_0 workspace (None: it keeps no files), built by running
-    its `init` in an empty folder with its environment, as MegaMCP does before it starts it."""
+    its `init` in an empty folder with its environment, as MegaMCP does before it starts it;
+    `files` ({path: text}, a state-query environment's s_0 seeded from recorded outputs) are
+    written there first."""
     from weft_megamcp.checkpoints.store import tar_workspace
+    from weft_toolspace.environments import write_tree
 
     spec = servers.server(name)
     if not _uses(spec, servers.WS):
@@ -77,6 +80,7 @@ def initial_workspace(name: str, folder: Path) -> Path | None:
     with tempfile.TemporaryDirectory(dir=folder, prefix=".ws-") as tmp:
         tree = Path(tmp) / "workspace"
         tree.mkdir()
+        write_tree(files or {}, tree)
         if spec.init is not None:
             # HOME is the empty folder so no user git config (default branch, hooks) leaks in.
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, **spec.env}
@@ -96,20 +100,35 @@ def initial_workspace(name: str, folder: Path) -> Path | None:
 
 
 async def store_initial_state(
-    client: MegaMCPClient, mcps: list[str], folder: Path
+    client: MegaMCPClient,
+    mcps: list[str],
+    folder: Path,
+    *,
+    seeds: dict[str, dict[str, str]] | None = None,
+    bundles: dict[str, Path] | None = None,
 ) -> dict[str, SnapshotRef]:
-    """s_0 of each MCP (a real server's name, as registered) under `folder`, stored in the
-    host's object store; returns the refs for `TaskGraph.initial_snapshots`."""
-    unknown = sorted(m for m in mcps if m not in servers.SERVERS)
+    """s_0 of each MCP (a real server's name, or a bundle's in `bundles`, as registered) under
+    `folder`, stored in the host's object store; returns the refs for
+    `TaskGraph.initial_snapshots`. A server in `seeds` starts from those workspace files (its
+    state-query environment's s_0 from recorded outputs); a bundle from its seed database."""
+    bundles = bundles or {}
+    unknown = sorted(m for m in mcps if m not in servers.SERVERS and m not in bundles)
     if unknown:
         raise ToolSpaceUserError(
             f"no s0 for {', '.join(unknown)}: not one of {', '.join(servers.SERVERS)}"
+            " nor a materialised bundle"
         )
-    db = empty_db(folder)
+    empty = empty_db(folder)
     refs: dict[str, SnapshotRef] = {}
     for m in sorted(mcps):
+        db = empty
+        if m in bundles:
+            seed = bundles[m] / "seed.sqlite"
+            if not seed.exists():
+                raise ToolSpaceUserError(f"bundle {bundles[m]} of {m!r} has no seed.sqlite")
+            db = _publish(folder, seed.read_bytes(), DB_SUFFIX)
         await client.put_snapshot(m, db)
-        ws = initial_workspace(m, folder)
+        ws = None if m in bundles else initial_workspace(m, folder, (seeds or {}).get(m))
         if ws is not None:
             await client.put_workspace(m, ws)
         refs[m] = SnapshotRef(

@@ -123,7 +123,12 @@ def data_links(
                 continue
         carried: dict[str, str] = {}
         for p, v in out_leaves:
-            fits = v not in carried.values() and v not in prompt and _tokenable(v, constants)
+            fits = (
+                isinstance(v, str)  # a number in a result (an amount) is no token of a text
+                and v not in carried.values()
+                and v not in prompt
+                and _tokenable(v, constants)
+            )
             if fits and _token_re(v.strip()).search(value):
                 carried[p] = v
         for p, v in list(carried.items())[:3]:

@@ -16,8 +16,10 @@ from pydantic import BaseModel, Field
 from weft_toolspace import servers
 from weft_toolspace.clusters import cluster, environment_of
 from weft_toolspace.counterfactual import witness_all
+from weft_toolspace.environments import materialise, register_bundles
 from weft_toolspace.exceptions import ToolSpaceUserError
 from weft_toolspace.explore import explore
+from weft_toolspace.export import SNAPSHOTS, store_initial_state
 from weft_toolspace.graph import ToolGraph, build_graph
 from weft_toolspace.models import EdgeKind, TraceRecord
 from weft_toolspace.synthesize import synthesize
@@ -57,8 +59,12 @@ async def record(
     steps: int,
     seed: int,
     servers_per_episode: int = 4,
+    bundles: dict[str, Path] | None = None,
 ) -> list[TraceRecord]:
+    """Explore the real servers `names` and the envsynth `bundles` ({mcp name: bundle folder},
+    e.g. the example MCPs from `environments.example_bundles`) hosted side by side."""
     ids = await servers.register(client, names, home)
+    ids |= await register_bundles(client, bundles or {})
     records = [await client.mcp(i) for i in ids.values()]
     return await explore(
         client,
@@ -76,9 +82,13 @@ async def mine(
     *,
     min_count: int = 2,
     min_weight: float = 0.05,
+    hosted: set[str] | None = None,
 ) -> ToolGraph:
-    """G_TS; with a client, state edges are witnessed on the hosted servers (else none)."""
-    pairs = await witness_all(client, traces) if client is not None else set()
+    """G_TS; with a client, state edges are witnessed on the hosted servers (else none): every
+    trace, or with `hosted` only those whose servers are all in it (a server known only from
+    traces has nothing to replay on)."""
+    witnessed = [t for t in traces if hosted is None or {c.mcp for c in t.calls} <= hosted]
+    pairs = await witness_all(client, witnessed) if client is not None else set()
     return build_graph(traces, state_pairs=pairs, min_count=min_count, min_weight=min_weight)
 
 
@@ -109,6 +119,10 @@ class ToolSpaceRun(BaseModel):
     tasks: list[str] = Field(default_factory=list, description="Ids under tasks/ in the folder.")
     rejected: dict[str, int] = Field(default_factory=dict)
     duplicates: int = 0
+    materialised: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Servers run as envsynth bundles, from a seeded s_0, and by a replay server.",
+    )
 
 
 async def run_toolspace(
@@ -125,33 +139,51 @@ async def run_toolspace(
     min_weight: float = 0.05,
     resolution: float = 2.0,
     writer: TaskWriter | None = None,
+    bundles: dict[str, Path] | None = None,
 ) -> ToolSpaceRun:
     """Algorithm 1 on `client`: record `episodes` on the real servers `names` (or mine the given
     `traces`), mine with witnessed state edges, cluster, walk, synthesize; the accepted tasks
     are exported with their stored s_0 under `folder` (tasks/, snapshots/), next to
-    traces.jsonl, graph.json, environments.json and chains.jsonl."""
+    traces.jsonl, graph.json, environments.json and chains.jsonl. `bundles` ({name: envsynth
+    bundle}, e.g. example MCPs) are hosted and explored alongside the real servers; servers the
+    traces call that are neither get a bundle from their recorded definitions
+    (`environments.materialise`)."""
     cfg = walk or WalkConfig()
+    bundles = dict(bundles or {})
     if traces is None:
-        traces = await record(client, names, home, episodes=episodes, steps=steps, seed=cfg.seed)
+        traces = await record(
+            client, names, home, episodes=episodes, steps=steps, seed=cfg.seed, bundles=bundles
+        )
+        hostable = set(names) | set(bundles)
     else:
         used = {c.mcp for t in traces for c in t.calls}
-        unknown = sorted(used - set(servers.SERVERS))
-        if unknown:
-            raise ToolSpaceUserError(
-                f"traces call {', '.join(unknown)}: not one of {', '.join(servers.SERVERS)}"
-            )
-        await servers.register(client, sorted(used), home)
+        if "" in used:
+            raise ToolSpaceUserError("traces call tools of no named server (mcp '')")
+        real = sorted(used & set(servers.SERVERS))
+        await servers.register(client, real, home)
+        await register_bundles(client, {m: p for m, p in bundles.items() if m in used})
+        hostable = set(real) | (set(bundles) & used)
     save_traces(traces, folder / "traces.jsonl")
-    graph = await mine(client, traces, min_count=min_count, min_weight=min_weight)
+    graph = await mine(client, traces, min_count=min_count, min_weight=min_weight, hosted=hostable)
     save_json(graph.model_dump(mode="json"), folder / "graph.json")
     envs = cluster(graph, seed=cfg.seed, resolution=resolution)
     save_json([e.model_dump(mode="json") for e in envs], folder / "environments.json")
-    walker = Walker(client, graph, environment_of(envs), cfg)
+    mat = await materialise(client, envs, traces, folder, hosted=hostable, bundles=bundles)
+    initial = await store_initial_state(
+        client,
+        sorted({n.mcp for n in graph.nodes.values()}),
+        folder / SNAPSHOTS,
+        seeds=mat.seeds,
+        bundles=mat.bundles,
+    )
+    walker = Walker(client, graph, environment_of(envs), cfg, initial=initial)
     chains = await walker.run()
     (folder / "chains.jsonl").write_text(
         "".join(c.model_dump_json() + "\n" for c in chains), encoding="utf-8"
     )
-    tasks, stats = await synthesize(client, chains, writer=writer, export_to=folder)
+    tasks, stats = await synthesize(
+        client, chains, writer=writer, export_to=folder, initial=initial
+    )
     kinds = Counter(e.kind.value for e in graph.edges)
     return ToolSpaceRun(
         traces=len(traces),
@@ -164,4 +196,5 @@ async def run_toolspace(
         tasks=[g.id for g in tasks],
         rejected=dict(stats.rejected),
         duplicates=stats.duplicates,
+        materialised=mat.summary(),
     )

@@ -24,3 +24,19 @@ class ToolSpaceSettings(BaseSettings):
         "merge into one environment). The paper gives none.",
     )
     seed: int = Field(default=0, description="Seed of clustering, exploration and walks.")
+    pro_length_factor: float = Field(
+        default=2.0,
+        ge=1.0,
+        description="Pro upgrade (§5): its walks have ceil(L x this) calls, L the environment's own.",
+    )
+    pro_extra_environments: int = Field(
+        default=1,
+        ge=0,
+        description="Pro upgrade (§5): its walks cross K + this environments, K the environment's own.",
+    )
+    pro_hops: int = Field(
+        default=1,
+        ge=1,
+        description="Pro upgrade (§5): rounds of linking outside tools by data or state edges "
+        "(2: tools related to a linked tool join too).",
+    )

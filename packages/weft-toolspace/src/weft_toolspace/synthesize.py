@@ -374,16 +374,21 @@ async def synthesize(
     writer: TaskWriter | None = None,
     min_checks: int = 1,
     export_to: Path | None = None,
+    initial: dict[str, SnapshotRef] | None = None,
 ) -> tuple[list[TaskGraph], SynthesisStats]:
     """Tasks accepted by replay from s_0, deduplicated. With `export_to`, s_0 is stored first
     (`export.store_initial_state`, under `export_to/snapshots/`), the acceptance replay starts
     from that stored state, the tasks name it in `initial_snapshots` and are saved sealed as
-    `export_to/tasks/<id>.json`: what `weft run` rolls out and `weft verify` checks."""
+    `export_to/tasks/<id>.json`: what `weft run` rolls out and `weft verify` checks. `initial`:
+    the stored s_0 the walks started from (seeded state-query environments, bundle seeds; stored
+    under `export_to/snapshots/` when exporting): both replays start from it."""
     stats = SynthesisStats(chains=len(chains))
     fallback = ProgrammaticTaskWriter()
     accepted: list[TaskGraph] = []
     for chain in chains:
-        recorded, kept = await replay(client, candidates(chain))
+        mcps = sorted({s.mcp for s in chain.steps})
+        start = {m: r for m, r in (initial or {}).items() if m in mcps} or None
+        recorded, kept = await replay(client, candidates(chain), start)
         if recorded.diverged_at is not None:
             stats.reject("not reproducible from s0")
             continue
@@ -397,9 +402,8 @@ async def synthesize(
         except TaskTextRejected:
             stats.llm_rejected += 1
             text = fallback.write(goals, tools)
-        refs = None
-        if export_to is not None:
-            mcps = sorted({s.mcp for s in chain.steps})
+        refs = start
+        if export_to is not None and initial is None:
             refs = await store_initial_state(client, mcps, export_to / SNAPSHOTS)
         final, _ = await replay(client, kept, refs)
         if not final.passed:

@@ -79,6 +79,42 @@ def from_weft_trace(trace: Trace) -> TraceRecord:
     return from_ledger_entries(trace.ledger, trace_id=trace.id, prompt=prompt)
 
 
+# OpenAI transcripts carry no mutation flag. MCP tool names put the verb first (as the example
+# MCPs and the real servers do): a call whose verb only looks (reads, lists, searches, computes)
+# changed nothing; any other verb (create, lend, ship, ...) is taken to have changed state when
+# the call succeeded. A wrong "mutated" costs a state edge that counterfactual replay never finds.
+READ_VERBS = frozenset(
+    [
+        "get",
+        "read",
+        "list",
+        "search",
+        "find",
+        "show",
+        "describe",
+        "query",
+        "fetch",
+        "lookup",
+        "view",
+        "count",
+        "check",
+        "validate",
+        "convert",
+        "calculate",
+        "compute",
+        "format",
+        "parse",
+        "explain",
+        "summarize",
+        "directory",
+    ]
+)
+
+
+def write_verb(tool: str) -> bool:
+    return tool.split("__")[-1].split("_")[0].lower() not in READ_VERBS
+
+
 _ERROR_PREFIXES = ("error", "traceback", "exception")
 
 
@@ -141,6 +177,9 @@ def from_openai_messages(
                     arguments=args,
                     result=None if failed else parsed,
                     error=text if failed else None,
+                    # No flag in the transcript: a tool named by a write verb is taken to have
+                    # changed state when it succeeded (what makes its environment an operation one).
+                    mutated=not failed and write_verb(tool),
                 )
             )
     return TraceRecord(id=trace_id, source="openai", prompt=prompt, calls=calls)

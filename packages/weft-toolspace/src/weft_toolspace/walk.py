@@ -41,6 +41,7 @@ from weft_toolspace.models import (
 from weft_toolspace.traces import parse_value
 
 if TYPE_CHECKING:
+    from weft_core.models import SnapshotRef
     from weft_megamcp import GroupHandle, MegaMCPClient
 
 
@@ -177,16 +178,7 @@ def _from_example(
             )
         else:
             path = b.source.rstrip("^")
-            found = []
-            for o in returns:  # o_t first, then earlier returns
-                found = [
-                    (p, v)
-                    for p, v in leaves(o)
-                    if ((path == "$" and p == "") or _shape(p) == _shape(path))
-                    and type(v) is type(b.value)
-                ]
-                if found:
-                    break
+            found = _same_field(returns, path, b.value)
             aligned = [(p, v) for p, v in found if anchor is not None and _index(p) == anchor]
             pick = rng.choice(aligned or found) if found else None
             if pick is not None and anchor is None:
@@ -198,6 +190,31 @@ def _from_example(
             continue
         _bind(args, b, new)
     return args
+
+
+def _same_field(returns: list[Any], path: str, value: Any) -> list[tuple[str, Any]]:
+    """Leaves of the newest return that has the recorded output path (list indices match any),
+    else of the newest with a leaf under the same field name: a server materialised from its
+    definitions (an envsynth bundle of a server known only from traces) may nest the field it
+    returns differently (`book.book_id` for a recorded `book_id`); it is the same field."""
+    for o in returns:  # o_t first, then earlier returns
+        found = [
+            (p, v)
+            for p, v in leaves(o)
+            if ((path == "$" and p == "") or _shape(p) == _shape(path)) and type(v) is type(value)
+        ]
+        if found:
+            return found
+    key = path.rsplit(".", 1)[-1]
+    if path == "$" or key.isdigit():
+        return []
+    for o in returns:
+        found = [
+            (p, v) for p, v in leaves(o) if p.rsplit(".", 1)[-1] == key and type(v) is type(value)
+        ]
+        if found:
+            return found
+    return []
 
 
 def _same_object(b: Binding, prev_args: dict[str, Any]) -> Any:
@@ -240,9 +257,17 @@ class Walker:
     """Runs walk attempts on one group; `env_of` maps a node to its environment id."""
 
     def __init__(
-        self, client: MegaMCPClient, graph: ToolGraph, env_of: dict[str, str], cfg: WalkConfig
+        self,
+        client: MegaMCPClient,
+        graph: ToolGraph,
+        env_of: dict[str, str],
+        cfg: WalkConfig,
+        initial: dict[str, SnapshotRef] | None = None,
     ) -> None:
+        """`initial`: stored s_0 per server (`export.store_initial_state`: seeded state-query
+        environments, bundle seeds); servers without one start from their own start state."""
         self.client = client
+        self.initial = initial or {}
         self.graph = graph
         self.env_of = env_of
         self.cfg = cfg
@@ -255,7 +280,17 @@ class Walker:
 
     async def run(self) -> list[Chain]:
         mcps = sorted({n.mcp for n in self.graph.nodes.values()})
-        group = await self.client.create_group(mcps)
+        refs = self.initial
+        group = (
+            await self.client.create_group(
+                {m: refs[m].uri if m in refs else None for m in mcps},
+                workspaces={
+                    m: r.workspace_uri for m, r in refs.items() if r.workspace_uri and m in mcps
+                },
+            )
+            if refs
+            else await self.client.create_group(mcps)
+        )
         chains: list[Chain] = []
         try:
             s0 = await self.client.snapshot(group)

@@ -9,7 +9,10 @@ Relative paths in the file are relative to the file's folder. Every section is o
     seed = 0
 
     [envsynth]  rounds = 3, jobs = 1
-    [tasks]     budget = 3, n_tasks = 6, profiles = ["Simple", "Standard"], profiles_file = ""
+    [tasks]     budget = 3, n_tasks = 6, profiles = ["Simple", "Standard"], profiles_file = "",
+                evidence = "", witnessed_ranking = false
+                # evidence: an ExecutionEvidence file (`weft-toolspace evidence`); with
+                # witnessed_ranking the sampler ranks what real traces witnessed higher
     [rollouts]  views = ["agentic/full", "simuser/partial"], harnesses = ["teacher", "react"],
                 samples = 1, concurrency = 4, simulator = "programmatic" | "llm",
                 model = ""   # the policy rolled out; "" = [pipeline].model
@@ -33,7 +36,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from weft.errors import ConfigError
 from weft_core.models import Disclosure, ViewMode
@@ -65,6 +75,22 @@ class TasksSection(_Section):
     profiles_file: str = Field(
         default="", description="A TOML/JSON profiles file (overrides `profiles`)."
     )
+    evidence: str = Field(
+        default="",
+        description="An execution evidence file (weft-core ExecutionEvidence, e.g. from "
+        "`weft-toolspace evidence`) for `witnessed_ranking`.",
+    )
+    witnessed_ranking: bool = Field(
+        default=False,
+        description="Rank MCP combinations and tool chains the evidence witnessed higher when "
+        "composing (weft-tasks `witnessed_ranking`); off = the evidence-free ranking.",
+    )
+
+    @model_validator(mode="after")
+    def _ranking_needs_evidence(self) -> TasksSection:
+        if self.witnessed_ranking and not self.evidence:
+            raise ValueError("witnessed_ranking = true needs an evidence file")
+        return self
 
 
 class ExternalHarness(_Section):

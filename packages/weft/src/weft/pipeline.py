@@ -252,15 +252,15 @@ async def stage_compose(
     registrar: Registrar,
 ) -> tuple[list[TaskGraph], list[str], str]:
     """Composed, grounded task graphs (weft_tasks.compose + grounding), saved as JSON files."""
-    key = store.key(
-        COMPOSE,
-        {
-            "libraries": sorted(_library_hash(p) for p in libraries),
-            "tasks": config.tasks.model_dump(mode="json"),
-            "model": model,
-            "seed": config.pipeline.seed,
-        },
-    )
+    inputs: dict[str, object] = {
+        "libraries": sorted(_library_hash(p) for p in libraries),
+        "tasks": config.tasks.model_dump(mode="json"),
+        "model": model,
+        "seed": config.pipeline.seed,
+    }
+    if config.tasks.witnessed_ranking:  # the evidence's content, not its path, decides the tasks
+        inputs["evidence"] = file_hash(evidence_path(config))
+    key = store.key(COMPOSE, inputs)
     done = store.done(COMPOSE, key, ComposeRecord)
     folder = store.path(COMPOSE, key)
     if done is None:
@@ -302,6 +302,13 @@ def profile_set(config: PipelineConfig) -> Any:
     return ProfileSet(profiles=[known[n] for n in config.tasks.profiles])
 
 
+def evidence_path(config: PipelineConfig) -> Path:
+    path = config.base_dir / config.tasks.evidence
+    if not path.is_file():
+        raise ConfigError(f"[tasks].evidence: {config.tasks.evidence!r} is not a file")
+    return path
+
+
 async def _compose(
     config: PipelineConfig,
     client: GroupService,
@@ -315,7 +322,12 @@ async def _compose(
     from weft_tasks.settings import TasksSettings
 
     libs = [load_mcp_library(p) for p in libraries]
-    settings = TasksSettings(seed=config.pipeline.seed, concurrency=config.rollouts.concurrency)
+    settings = TasksSettings(
+        seed=config.pipeline.seed,
+        concurrency=config.rollouts.concurrency,
+        evidence=evidence_path(config) if config.tasks.witnessed_ranking else None,
+        witnessed_ranking=config.tasks.witnessed_ranking,
+    )
     graphs, report = await compose_tasks(
         libs,
         client,

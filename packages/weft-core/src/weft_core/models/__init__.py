@@ -32,6 +32,7 @@ from weft_core.models.env import (
     StateTransition,
     ToolContract,
 )
+from weft_core.models.evidence import ExecutionEvidence, WitnessedEdge
 from weft_core.models.ledger import ErrorKind, LedgerEntry
 from weft_core.models.spec import MCPSpec, ToolSpec, slugify
 from weft_core.models.task import (
@@ -86,6 +87,7 @@ __all__ = [
     "ErrorCase",
     "ErrorKind",
     "EvaluationResult",
+    "ExecutionEvidence",
     "FailureKind",
     "FieldEquals",
     "LedgerEntry",
@@ -120,6 +122,7 @@ __all__ = [
     "Verifier",
     "ViewMode",
     "WeftModel",
+    "WitnessedEdge",
     "WorkspaceFile",
     "artifact_time",
     "atomic_write_text",

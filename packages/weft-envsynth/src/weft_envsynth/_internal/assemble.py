@@ -87,6 +87,7 @@ def write_sources(
     (work / "vcsrt.py").write_text(template_source("vcsrt.py"), encoding="utf-8")
     (work / "graphrt.py").write_text(template_source("graphrt.py"), encoding="utf-8")
     (work / "fsrt.py").write_text(template_source("fsrt.py"), encoding="utf-8")
+    (work / "shapert.py").write_text(template_source("shapert.py"), encoding="utf-8")
     (work / "models.py").write_text(render_models(model, title=spec.name), encoding="utf-8")
     write_server(work, spec, model, plan, format_code=False)
     if format_code:

@@ -18,6 +18,7 @@ from weft_envsynth._internal import words as W
 from weft_envsynth._internal.dbstate import diff_rows, same_row
 from weft_envsynth._internal.jsonschema import schema_type
 from weft_envsynth.analyze import id_argument_entity
+from weft_envsynth.responses import resolve_response
 
 # Existing boundary checks that are behavioural promises too (unknown ids and references refused,
 # invalid transitions refused): certification counts them with the probes.
@@ -32,29 +33,75 @@ def is_behaviour_check(name: str, kind: str) -> bool:
     return kind == "behaviour" or name in BEHAVIOUR_BOUNDARIES
 
 
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
 def documented_fields(tool: ToolSpec) -> list[str]:
     """Top-level fields a tool's documented output (outputSchema) names; [] when none or when the
     schema is not an object with properties (a hostile `properties: "x"` documents nothing)."""
-    out = tool.output_schema
-    props = out.get("properties") if isinstance(out, dict) else None
+    schema, _notes = resolve_response(tool)
+    props = schema.get("properties") if isinstance(schema, dict) else None
     return [k for k in props if isinstance(k, str)] if isinstance(props, dict) else []
 
 
-def _has_field(data: Any, name: str, entity: str) -> bool:
-    """The documented field is in the answer: at the top, in the record, or in every item."""
-    if not isinstance(data, dict):
+def _typed(value: Any, schema: Any) -> bool:
+    t = schema_type(schema)
+    kinds = _JSON_TYPES.get(_ALIASES.get(t or "", t or ""))
+    if kinds is None:
+        return True  # untyped or contradictory: any value is the documented type
+    if isinstance(value, bool) and t != "boolean":
         return False
-    if name in data:
-        return True
-    row = data.get(entity)
-    if isinstance(row, dict) and name in row:
-        return True
-    items = data.get("items")
-    return (
-        isinstance(items, list)
-        and bool(items)
-        and all(isinstance(i, dict) and name in i for i in items)
-    )
+    return isinstance(value, kinds)
+
+
+# Prefix of a problem that is a type disagreement: the state holds the field, in another type
+# than documented (a generated string key where the documentation says integer).
+_TYPE_PROBLEM = "type: "
+_ALIASES = {"dict": "object", "float": "number", "int": "integer", "bool": "boolean",
+            "str": "string", "list": "array", "tuple": "array"}  # fmt: skip
+
+
+def documented_problems(tool: ToolSpec, data: Any) -> list[str]:
+    """How an answer departs from the documented response: a documented field it lacks, a
+    required one that is null, a value of another type; a documented scalar answered otherwise."""
+    schema, _notes = resolve_response(tool)
+    if schema is None:
+        return []
+    t = schema_type(schema)
+    if t in {"string", "integer", "number", "boolean", "array"}:
+        got = data.get("result") if isinstance(data, dict) else None
+        ok = isinstance(data, dict) and set(data) == {"result"} and _typed(got, schema)
+        if not isinstance(data, dict) or set(data) != {"result"}:
+            return [f"the answer is not the documented {t}"]
+        return [] if ok else [f"{_TYPE_PROBLEM}the answer is {type(got).__name__}, not {t}"]
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return []
+    if not isinstance(data, dict):
+        return ["the answer is not an object"]
+    listed = schema.get("required")
+    required: list[Any] = listed if isinstance(listed, list) else []
+    problems: list[str] = []
+    for name, sub in props.items():
+        if not isinstance(name, str):
+            continue
+        if name not in data:
+            problems.append(f"{name} missing")
+        elif data[name] is None:
+            if name in required:
+                problems.append(f"{name} is null but required")
+        elif not _typed(data[name], sub):
+            problems.append(
+                f"{_TYPE_PROBLEM}{name} is {type(data[name]).__name__}, not {schema_type(sub)}"
+            )
+    return problems
 
 
 class BehaviourChecks:
@@ -81,14 +128,22 @@ class BehaviourChecks:
         ]
 
     async def _documented(self, tool: ToolSpec, data: Any, entity: str) -> None:
-        fields = documented_fields(tool)
-        if not fields or (tool.name, "documented") in self._probed:
+        """The answer (what the caller reads, not the route's records) has the documented
+        response's fields in their types."""
+        if tool.output_schema is None or (tool.name, "documented") in self._probed:
             return
         self._probed.add((tool.name, "documented"))
-        missing = [f for f in fields if not _has_field(data, f, entity)]
+        problems = documented_problems(tool, data)
+        typed = [p for p in problems if p.startswith(_TYPE_PROBLEM)]
+        fields = [p for p in problems if not p.startswith(_TYPE_PROBLEM)]
         self.record(
-            tool.name, "behaviour_documented_fields", "behaviour", not missing, "mapping",
-            f"documented fields missing from the answer: {missing}" if missing else "",
+            tool.name, "behaviour_documented_fields", "behaviour", not fields, "mapping",
+            f"the answer lacks documented fields: {'; '.join(fields)[:300]}" if fields else "",
+        )  # fmt: skip
+        self.record(
+            tool.name, "behaviour_documented_types", "behaviour", not typed, "mapping",
+            f"the state's values are not the documented types: {'; '.join(typed)[:300]}"
+            if typed else "",
         )  # fmt: skip
 
     async def behaviour_probes(self, served: set[str]) -> None:
@@ -114,7 +169,7 @@ class BehaviourChecks:
         inserted = diff_rows(before, after).get(ent.name, {}).get("inserted", [])
         if res.is_error or len(inserted) != 1:
             return  # the create's own checks say what went wrong
-        await self._documented(ctool, res.data, ent.name)
+        await self._documented(ctool, res.shaped, ent.name)
         row = after[ent.name][inserted[0]]
         reads = [c for c in mine if c.operation == "read"]
         finders = [c for c in mine if c.operation in {"list", "search"}]
@@ -142,7 +197,7 @@ class BehaviourChecks:
             return None, None, ""
         res = await self.call(tool.name, args)
         if not res.is_error:
-            await self._documented(tool, res.data, ent.name)
+            await self._documented(tool, res.shaped, ent.name)
         return args, res.data, res.text if res.is_error else ""
 
     async def _listed(
@@ -171,7 +226,7 @@ class BehaviourChecks:
         items = (res.data or {}).get("items") if not res.is_error else None
         if not isinstance(items, list):
             return None, None  # refused or not a page: the tool's own checks say why
-        await self._documented(tool, res.data, ent.name)
+        await self._documented(tool, res.shaped, ent.name)
         return args, [i.get(ent.key) if isinstance(i, dict) else None for i in items]
 
     async def _found(
@@ -254,7 +309,7 @@ class BehaviourChecks:
         changed = diff_rows(before, self.state()).get(ent.name, {}).get("updated", [])
         if res.is_error or changed != [key]:
             return  # refused (a transition from this state) or changed nothing: nothing to see
-        await self._documented(tool, res.data, ent.name)
+        await self._documented(tool, res.shaped, ent.name)
         now = self._row(ent, key)
         assert now is not None
         for rc in reads:
@@ -286,7 +341,7 @@ class BehaviourChecks:
         res = await self.call(tool.name, args)
         if res.is_error or self._row(ent, key) is not None:
             return
-        await self._documented(tool, res.data, ent.name)
+        await self._documented(tool, res.shaped, ent.name)
         for rc in reads:
             rargs, _data, err = await self._read(ent, rc, row)
             if rargs is not None:

@@ -34,7 +34,11 @@ from weft_core.binding import (
     resolve_in_workspace,
 )
 
+from .shapert import shaped
+
 BUNDLE_DIR = Path(__file__).resolve().parent
+# Result _meta key of a route's own fields that the documented response replaced.
+ROUTE_RESULT_META = "weft/route_result"
 
 _engines: dict[str, sa.Engine] = {}
 _paths_by_session: dict[str, set[str]] = {}
@@ -163,6 +167,35 @@ def require_row(session: Session, model: type[SQLModel], key: Any, entity: str) 
         raise not_found(entity, key)
 
 
+def move_amount(
+    session: Session,
+    model: type[SQLModel],
+    key: Any,
+    entity: str,
+    field: str,
+    sign: int,
+    amount: Any,
+    no_overdraft: bool,
+) -> None:
+    """Debit (sign -1) or credit (+1) `amount` on the balance of the row `key` names; a debit
+    below zero is refused when the tool's definition documents that constraint."""
+    if key is None or amount is None:
+        return
+    row = session.get(model, key)
+    if row is None:
+        raise not_found(entity, key)
+    current = getattr(row, field) or 0
+    new = current + sign * amount
+    if no_overdraft and sign < 0 and new < 0:
+        raise ToolFailure(
+            "insufficient_funds",
+            f"{entity} {str(key)[:80]!r} has {field} {current}, {amount} needed",
+            409,
+        )
+    setattr(row, field, new)
+    session.add(row)
+
+
 def first_row(session: Session, stmt: Any, entity: str) -> Any:
     row = session.exec(stmt).first()
     if row is None:
@@ -178,11 +211,21 @@ def next_key(session: Session, model: type[SQLModel], key_field: str, prefix: st
     return f"{prefix}-{n:04d}"
 
 
+# Punctuation around a query word is not part of it ("zebra?" finds "zebra").
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}<>"
+
+
+def query_words(query: Any) -> list[str]:
+    """The words (2+ characters, lower case, edge punctuation removed) a text query matches."""
+    words = (w.strip(_EDGE_PUNCTUATION) for w in str(query).lower().split())
+    return [w for w in words if len(w) >= 2]
+
+
 def text_match(rows: list[Any], query: Any, fields: list[str]) -> list[Any]:
     """Rows where any query word (2+ characters) occurs, case-insensitively, in a text field."""
     if query is None:
         return rows
-    words = [w for w in str(query).lower().split() if len(w) >= 2]
+    words = query_words(query)
     if not words:
         return rows
     out = []
@@ -255,10 +298,13 @@ class RouteTool(Tool):
     request/response machinery of an ASGITransport is skipped.
     """
 
-    def __init__(self, *, app: FastAPI, route: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *, app: FastAPI, route: str, shape: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._app = app
         self._route = route
+        self._shape = shape
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         try:
@@ -275,9 +321,21 @@ class RouteTool(Tool):
             return ToolResult(
                 content=f"{data.get('error', 'error')}: {data.get('message', '')}", is_error=True
             )
+        meta = None
+        if self._shape:
+            # The documented response's fields, from what the call touched (shapert). The
+            # route's own fields the documented ones replaced stay in the result's _meta: the
+            # bundle's validation reads the records there (an agent reads the documented ones).
+            raw, data = data, shaped(data, arguments or {}, self._shape)
+            if isinstance(raw, dict):
+                lost = {k: v for k, v in raw.items() if not isinstance(data, dict) or
+                        k not in data or data[k] != v}  # fmt: skip
+                meta = {ROUTE_RESULT_META: lost} if lost else None
         if not isinstance(data, dict):
-            data = {"result": data}
-        return ToolResult(structured_content=data)
+            # A documented scalar or list is answered as itself; structured content wraps it.
+            text = data if isinstance(data, str) else json.dumps(data)
+            return ToolResult(content=text, structured_content={"result": data}, meta=meta)
+        return ToolResult(structured_content=data, meta=meta)
 
 
 class _RouteCall:
@@ -333,10 +391,15 @@ def load_tool_specs() -> list[dict[str, Any]]:
 
 
 def build_mcp(
-    app: FastAPI, name: str, routes: dict[str, str], certified: set[str] | None = None
+    app: FastAPI,
+    name: str,
+    routes: dict[str, str],
+    certified: set[str] | None = None,
+    shapes: dict[str, dict[str, Any]] | None = None,
 ) -> FastMCP:
     """The FastMCP server of `app`: one tool per spec tool that has a route (and is certified, when
-    a certified set is given), with the spec's exact name, description and input schema."""
+    a certified set is given), with the spec's exact name, description and input schema; results
+    of a tool in `shapes` are shaped like its documented response."""
     register_release_hook(release)
     server = FastMCP(name=name)
     for tool in load_tool_specs():
@@ -347,6 +410,7 @@ def build_mcp(
             RouteTool(
                 app=app,
                 route=routes[tname],
+                shape=(shapes or {}).get(tname),
                 name=tname,
                 description=tool.get("description") or "",
                 parameters=tool.get("input_schema") or {"type": "object", "properties": {}},

@@ -20,7 +20,14 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from weft_core.exceptions import WeftRuntimeError
-from weft_core.models import Check, Disclosure, TaskGraph, ViewMode, atomic_write_text
+from weft_core.models import (
+    Check,
+    Disclosure,
+    ExecutionEvidence,
+    TaskGraph,
+    ViewMode,
+    atomic_write_text,
+)
 from weft_megamcp.service import GroupService
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.library import MCPLibrary
@@ -32,7 +39,7 @@ from weft_tasks.compose.objective import llm_objective, objective_problems, writ
 from weft_tasks.compose.profiles import DEFAULT_PROFILES, Profile, ProfileSet, largest_remainder
 from weft_tasks.compose.sampler import CoverageSampler
 from weft_tasks.compose.stats import CorpusStats, corpus_stats
-from weft_tasks.exceptions import ExecutionError
+from weft_tasks.exceptions import ExecutionError, TasksUserError
 from weft_tasks.grounding.agent import GroundingState, ground
 from weft_tasks.grounding.reachability import (
     replay,
@@ -83,6 +90,18 @@ def _with_mcp_ids(graph: TaskGraph, ids: dict[str, str]) -> TaskGraph:
     return graph.model_copy(update={"nodes": nodes})
 
 
+def witnessed_evidence(settings: TasksSettings) -> ExecutionEvidence | None:
+    """The evidence the sampler ranks by: the settings' file when `witnessed_ranking` is on, else
+    none (the evidence-free ranking)."""
+    if not settings.witnessed_ranking:
+        return None
+    if settings.evidence is None:
+        raise TasksUserError(
+            "witnessed_ranking is on but no evidence file is set (--evidence / WEFT_TASKS_EVIDENCE)"
+        )
+    return ExecutionEvidence.load(settings.evidence)
+
+
 class Composer:
     """Produces one corpus against one MegaMCP client."""
 
@@ -107,7 +126,10 @@ class Composer:
         self.on_task = on_task
         self.registrar = registrar or Registrar(client)
         self.sampler = CoverageSampler(
-            self.libs, surplus=self.settings.surplus, seed=self.settings.seed
+            self.libs,
+            surplus=self.settings.surplus,
+            seed=self.settings.seed,
+            witnessed=witnessed_evidence(self.settings),
         )
         self.rejections: Counter[str] = Counter()
         self.grounding: Counter[str] = Counter()

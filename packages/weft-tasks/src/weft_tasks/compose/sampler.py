@@ -6,6 +6,10 @@ ranks candidate combinations by shared entities, complementary operations and fu
 redundancy. A combination must have capacity for ceil(k * (1 + rho)) candidate tasks: the surplus
 rho is reserved because not every local objective fits a shared scenario. Usage is updated when a
 combination is accepted, before its tasks are drawn.
+
+With execution evidence (`witnessed`, ToolSpace §4.1.2: tool-to-tool data and state edges seen in
+real traces) combinations whose MCPs real traces connected, and atomic tasks whose tool chains
+real traces witnessed, rank higher; without it the ranking is exactly the evidence-free one.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from itertools import combinations, islice
 
 from pydantic import BaseModel, Field
 
-from weft_core.models import AtomicTask
+from weft_core.models import AtomicTask, ExecutionEvidence
 from weft_tasks.atomic.library import MCPLibrary
 from weft_tasks.compose.created import created_ids, id_references
 from weft_tasks.compose.flows import reported_ids
@@ -30,9 +34,14 @@ from weft_tasks.compose.links import (
     shared_entity_score,
 )
 from weft_tasks.compose.profiles import Profile
+from weft_tasks.compose.witnessed import WitnessIndex
 
 # Weights of the combination ranking; underrepresentation leads so coverage broadens.
 W_UNDER, W_SHARED, W_COMPLEMENT, W_REDUNDANT = 2.0, 1.0, 0.3, 0.5
+# Execution-witnessed connection counts as much as shared entities: a pair real traces connected
+# is at least as good a sign of one workflow as a shared business object, but must not outweigh
+# coverage (W_UNDER), or the witnessed corner of the library would be all that is composed.
+W_WITNESSED = 1.0
 MAX_COMBINATIONS = 300
 
 
@@ -74,7 +83,12 @@ class CoverageSampler:
     """Keeps capacity and usage per MCP, domain and task, and samples against them."""
 
     def __init__(
-        self, libraries: Sequence[MCPLibrary], *, surplus: float = 0.5, seed: int = 0
+        self,
+        libraries: Sequence[MCPLibrary],
+        *,
+        surplus: float = 0.5,
+        seed: int = 0,
+        witnessed: ExecutionEvidence | None = None,
     ) -> None:
         self.libs = {lib.mcp: lib for lib in libraries if lib.tasks}
         self.capacity = {m: len(lib.tasks) for m, lib in self.libs.items()}
@@ -95,6 +109,12 @@ class CoverageSampler:
         self._static: dict[tuple[str, ...], _StaticFeatures] = {}
         self._finder_memo: dict[str, bool] = {}
         self._ids_memo: dict[str, tuple[set[str], set[str]]] = {}
+        # None = the evidence-free ranking, byte for byte (no feature added, no draw reordered)
+        self.witness: WitnessIndex | None = (
+            WitnessIndex(witnessed, {m: lib.bundle.tools for m, lib in self.libs.items()})
+            if witnessed is not None
+            else None
+        )
 
     # ------------------------------------------------------------------ statistics
     @property
@@ -227,19 +247,23 @@ class CoverageSampler:
             - W_REDUNDANT * red
             + 0.2 * surplus_ok
         )
+        features = {
+            "underrepresented": under,
+            "underrepresented_domains": under_dom,
+            "shared_entities": shared,
+            "complementary": comp,
+            "redundancy": red,
+            "surplus": surplus_ok,
+            "connected": connected,
+        }
+        if self.witness is not None:
+            features["witnessed"] = witnessed = self.witness.combination(combo)
+            score += W_WITNESSED * witnessed
         return Combination(
             mcps=sorted(combo),
             domains=list(doms),
             score=score + 1e-6 * self.rng.random(),
-            features={
-                "underrepresented": under,
-                "underrepresented_domains": under_dom,
-                "shared_entities": shared,
-                "complementary": comp,
-                "redundancy": red,
-                "surplus": surplus_ok,
-                "connected": connected,
-            },
+            features=features,
         )
 
     def commit(self, combo: Combination, tasks: int) -> None:
@@ -264,14 +288,13 @@ class CoverageSampler:
 
     def draw(self, combo: Combination, tasks: int) -> list[AtomicTask]:
         """Candidate tasks for a graph of `tasks` nodes: ceil(tasks * (1 + rho)) of them (as the
-        combination allows), every MCP represented, least-used tasks first."""
+        combination allows), every MCP represented, least-used tasks first; with execution
+        evidence, of equally used tasks those whose tool chains real traces witnessed first."""
         need = min(self.required(tasks), sum(self.capacity[m] for m in combo.mcps))
         share = self._split(combo.mcps, need)
         out: list[AtomicTask] = []
         for m in combo.mcps:
-            ranked = sorted(
-                self.libs[m].tasks, key=lambda t: (self.usage_task[t.id], self.rng.random())
-            )
+            ranked = sorted(self.libs[m].tasks, key=lambda t: self._task_key(t, combo.mcps))
             took = ranked[: share[m]]
             if len(combo.mcps) > 1 and share[m] >= 2 and not any(self._finds(t) for t in took):
                 # a task that finds an object's key lets another MCP's task use it: without
@@ -330,6 +353,13 @@ class CoverageSampler:
                 return pool
             out[pos] = t
         return out
+
+    def _task_key(self, task: AtomicTask, mcps: Sequence[str]) -> tuple[float, ...]:
+        used, tie = float(self.usage_task[task.id]), self.rng.random()
+        if self.witness is None:
+            return (used, tie)
+        others = [m for m in mcps if m != task.mcp]
+        return (used, -self.witness.task(task, others), tie)
 
     def _finds(self, task: AtomicTask) -> bool:
         found = self._finder_memo.get(task.id)
