@@ -8,7 +8,8 @@ figure is recomputed from the task graphs, the library files and the SQLite snap
 
 - data flow: node inputs by source; information edges that cross MCPs; of those, the ones carrying
   a value the user never gave (no given input of the task holds it) and the ones carrying an id a
-  create call made upstream; share of multi-MCP tasks with at least one such edge (goal >= 60%);
+  create call made upstream; share of multi-MCP tasks with at least one edge of a value never
+  given (goal >= 60%), and with at least one edge of an id created upstream;
 - length: median / max atomic-task turns per profile;
 - contradictions: tasks where a later node undoes an earlier node's effect on the same object
   (`weft_tasks.compose.lifecycle`; goal 0);
@@ -16,7 +17,9 @@ figure is recomputed from the task graphs, the library files and the SQLite snap
   Algorithm 1 generated after its first round;
 - objectives: distinct objective templates (values masked) among the tasks;
 - grounding: snapshots with rows that are not in the bundle's seed (new entities), with a
-  near-duplicate of a target row (distractor); for a file MCP, the files its restored initial
+  near-duplicate of a target row (distractor: another row whose name reads almost the same, or
+  for a row with no name - an account, an order - another row of the same parents whose other
+  values read almost the same); for a file MCP, the files its restored initial
   workspace holds beyond the bundle's seed (new entities) and a new file named almost like one a
   node writes (distractor): the corpus' snapshot copies go into a fresh MegaMCP host, a group
   is created from the task's refs and the MCP's listing tool looks (a ref's declared
@@ -78,7 +81,7 @@ def _created_outputs(graph: TaskGraph, bundles: dict[str, BundleView]) -> dict[s
 def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[str, Any]:
     sources: Counter[str] = Counter()
     cross = never_given = created = 0
-    multi = multi_with = 0
+    multi = multi_with = multi_created = 0
     for g in graphs:
         mcp_of = {n.id: n.task.mcp for n in g.nodes}
         given = {
@@ -88,7 +91,7 @@ def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[
             if i.source == "given" and i.value is not None
         }
         made = _created_outputs(g, bundles)
-        hit = False
+        hit = hit_created = False
         for n in g.nodes:
             for i in n.inputs:
                 sources[i.source] += 1
@@ -97,11 +100,14 @@ def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[
                 cross += 1
                 fresh = json.dumps(i.value, sort_keys=True, default=str) not in given
                 never_given += fresh
-                created += (i.from_output or "") in made.get(i.from_node or "", set())
+                new_id = (i.from_output or "") in made.get(i.from_node or "", set())
+                created += new_id
                 hit |= fresh
+                hit_created |= new_id and fresh
         if len(g.mcps) >= 2:
             multi += 1
             multi_with += hit
+            multi_created += hit_created
     total = sum(sources.values())
     return {
         "node_inputs": total,
@@ -113,6 +119,7 @@ def flow_stats(graphs: list[TaskGraph], bundles: dict[str, BundleView]) -> dict[
         "cross_mcp_created_ids": created,
         "multi_mcp_tasks": multi,
         "multi_mcp_with_fresh_edge_pct": _pct(multi_with, multi),
+        "multi_mcp_with_created_id_edge_pct": _pct(multi_created, multi),
     }
 
 
@@ -187,6 +194,11 @@ def _natural(row: dict[str, Any], key: str) -> str:
             if hint in k and k != key and isinstance(v, str):
                 return v
     return ""
+
+
+def _details(row: dict[str, Any], key: str, fks: list[str]) -> str:
+    """A nameless row's own values (neither its key nor its parents), as one text."""
+    return " | ".join(f"{k}={row[k]}" for k in sorted(row) if k != key and k not in fks)
 
 
 def _listed_paths(value: Any) -> set[str]:
@@ -319,9 +331,21 @@ def grounding_stats(
                 tgt = [
                     r for r in rows if any(v in targets for v in r.values() if isinstance(v, str))
                 ]
+                fks = [f.name for f in e.fields if f.foreign_key]
                 for t in tgt:
                     name = _natural(t, e.key)
                     if len(name) < 3:
+                        # a record with no name (an account, an order) looks like another of
+                        # the same parents whose other values read almost the same
+                        has_dup |= any(
+                            r.get(e.key) != t.get(e.key)
+                            and all(r.get(f) == t.get(f) for f in fks)
+                            and difflib.SequenceMatcher(
+                                None, _details(t, e.key, fks), _details(r, e.key, fks)
+                            ).ratio()
+                            >= 0.8
+                            for r in rows
+                        ) and any(t.get(f) is not None for f in fks)
                         continue
                     for r in rows:
                         other = _natural(r, e.key)
@@ -414,6 +438,11 @@ def show(m: dict[str, Any]) -> None:
             "multi-MCP tasks with a cross-MCP edge of a value never given",
             f"{f['multi_mcp_with_fresh_edge_pct']}% of {f['multi_mcp_tasks']}",
             ">= 60%",
+        ],
+        [
+            "multi-MCP tasks with a cross-MCP edge of an id created upstream",
+            f"{f['multi_mcp_with_created_id_edge_pct']}% of {f['multi_mcp_tasks']}",
+            "",
         ],
         [
             "tasks with contradictory transitions",

@@ -69,6 +69,14 @@ async def test_every_round_is_reachable_and_a_broken_state_is_not(
         )
         report = await replay(client, reg, tampered, {m: r.uri for m, r in refs.items()}, paths)
         assert not report.passed and report.diagnostic.startswith(f"node {node.id}")
+        # a probe runs the calls and verifies nothing: it learns what they return (the ids a
+        # create makes, which a later node on another MCP files)
+        probe = await replay(
+            client, reg, tampered, {m: r.uri for m, r in refs.items()}, paths, probe=True
+        )
+        assert probe.passed and [n.node for n in probe.nodes] == graph.order
+        assert set(probe.outputs) == set(graph.order)
+        assert probe.outputs == report.outputs | {node.id: probe.outputs[node.id]}
         # a state without the target entities is unreachable: the first lookup fails
         empty = {m: {} for m in graph.mcps}
         files, _ = write_snapshots(empty, paths, tmp_path / "snap")

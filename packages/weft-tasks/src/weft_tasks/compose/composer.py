@@ -40,6 +40,13 @@ from weft_core.models import (
 )
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import render, render_checks, template_names
+from weft_tasks.compose.created import (
+    Created,
+    created_ids,
+    file_created,
+    id_references,
+    pick_created,
+)
 from weft_tasks.compose.dag_checks import BINDING_KEY, GraphIssue, check_graph, stable_order
 from weft_tasks.compose.flows import (
     Found,
@@ -53,6 +60,7 @@ from weft_tasks.compose.flows import (
 )
 from weft_tasks.compose.lifecycle import TransitionGraph, contradictions
 from weft_tasks.compose.links import input_fields, link_fields, output_fields
+from weft_tasks.compose.staleness import still_reports
 from weft_tasks.grounding.identity import link_key
 
 _CHECKS: TypeAdapter[list[Check]] = TypeAdapter(list[Check])
@@ -314,6 +322,7 @@ def assemble(
     reports: list[tuple[str, list[Found]]] = []  # per node: (MCP, values it reports)
     used_flows: set[tuple[int, str]] = set()
     id_reports: list[tuple[str, list[tuple[str, Found]]]] = []  # per node: keys it reports
+    creations: list[tuple[str, list[Created]]] = []  # per node: ids its creates return
     for idx, raw in enumerate(chosen):
         node_id = f"n{idx + 1}"
         bundle = bundles[raw.mcp]
@@ -358,6 +367,11 @@ def assemble(
             elif i.source == "given" and i.name in fed:
                 i = _from_report(i, fed[i.name], node_id, edges)
             inputs.append(i.model_copy(update=upd) if upd else i)
+        made = pick_created(task, inputs, bundle, creations) if sources is None else None
+        if made is not None:
+            task, inputs, edge = file_created(task, inputs, node_id, *made)
+            values = {i.name: i.value for i in task.inputs}
+            edges.append(edge)
         known = {str(v) for v in (binding.value.values() if binding else [])} | {
             str(i.value) for n in nodes for i in n.inputs if i.source == "given"
         }
@@ -390,14 +404,12 @@ def assemble(
                 )
             )
             used_flows.add((flow.source.node, flow.source.output))
-        # what a read reports is valued from the initial row: after an earlier node changed
-        # rows of that table, the read may see something else, so it feeds nothing
-        stale = any(
-            n.task.mcp == task.mcp and n.task.writes and set(n.task.entities) & set(task.entities)
-            for n in nodes
-        )
-        reports.append((task.mcp, [] if stale else reported_values(task, bundle, idx)))
-        id_reports.append((task.mcp, [] if stale else reported_ids(task, bundle, idx)))
+        # what a read reports is valued from the initial row: a field an earlier node may have
+        # changed on that row (or the row it deleted) may read otherwise, so it feeds nothing
+        keep = still_reports(nodes, task.mcp, _binding_values(binding))
+        reports.append((task.mcp, reported_values(task, bundle, idx, keep)))
+        id_reports.append((task.mcp, reported_ids(task, bundle, idx, keep)))
+        creations.append((task.mcp, created_ids(task, bundle, idx)))
         carried: dict[str, str] = {}
         # what a create returns is a new record, never the bound object
         created = {
@@ -453,6 +465,13 @@ def assemble(
     )
     order = stable_order(graph)
     return graph.model_copy(update={"order": order or []})
+
+
+def _binding_values(binding: EntityBinding | None) -> dict[str, Any]:
+    """'name.key' -> value of the bound object, to read `$binding` references in conditions."""
+    if binding is None:
+        return {}
+    return {f"{binding.name}.{k}": v for k, v in binding.value.items()}
 
 
 def _from_report(i: TaskInput, f: Found, node_id: str, edges: list[TaskEdge]) -> TaskInput:
@@ -576,6 +595,7 @@ def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView
     flows = _FlowIndex(state.pool, bundles)
     for _ in range(k + 1):
         chosen = _with_information_edge(_pick(ranked, k, banned), ranked, banned, flows)
+        chosen = _with_created_reference(chosen, ranked, banned, flows)
         mcp_rank = {
             m: i
             for i, m in enumerate(
@@ -618,19 +638,25 @@ def _pick(ranked: list[AtomicTask], k: int, banned: set[str]) -> list[AtomicTask
 
 class _FlowIndex:
     """Which task can feed which: a read that reports a real row's text and a write of text on
-    another MCP, or a read that reports an object's key (an order's customer) and a task on
-    another MCP that names the same object or points a new record at one of its kind."""
+    another MCP, a read that reports an object's key (an order's customer) and a task on
+    another MCP that names the same object or points a new record at one of its kind, or a
+    create and a task on another MCP that files a reference to the kind of object it creates
+    (`compose.created`)."""
 
     def __init__(self, tasks: list[AtomicTask], bundles: dict[str, BundleView]) -> None:
         self.reports: dict[str, bool] = {}
         self.writes: dict[str, bool] = {}
         self.found: dict[str, set[tuple[str, Any]]] = {}
         self.named: dict[str, set[tuple[str, Any]]] = {}
+        self.creates: dict[str, set[str]] = {}
+        self.refers: dict[str, set[str]] = {}
         for t in tasks:
             b = bundles[t.mcp]
             self.reports[t.id] = bool(reported_values(t, b, 0))
             self.writes[t.id] = bool(writable_text(b, t))
             self.found[t.id] = {(k, f.value) for k, f in reported_ids(t, b, 0)}
+            self.creates[t.id] = {c.entity for c in created_ids(t, b, 0)}
+            self.refers[t.id] = set(id_references(t, b).values())
             values = {i.name: i.value for i in t.inputs}
             needs = needed_ids(t, b).values()
             self.named[t.id] = {(n.identity, values.get(n.input)) for n in needs} | {
@@ -642,11 +668,19 @@ class _FlowIndex:
             return False
         if self.reports[a.id] and self.writes[b.id]:
             return True
+        if self.creates[a.id] & self.refers[b.id]:
+            return True  # b files a reference to the kind of object a creates
         named = self.named[b.id]
         return any((k, v) in named or (k, None) in named for k, v in self.found[a.id])
 
     def linked(self, ts: list[AtomicTask]) -> bool:
         return any(self.feeds(a, b) for a in ts for b in ts)
+
+    def files_created(self, ts: list[AtomicTask]) -> bool:
+        """Whether a task of `ts` files a reference to what another MCP's task of `ts` creates."""
+        return any(
+            a.mcp != b.mcp and self.creates[a.id] & self.refers[b.id] for a in ts for b in ts
+        )
 
 
 def _execution_order(
@@ -719,6 +753,35 @@ def _with_information_edge(
                 continue
             trial = [*chosen[:pos], cand, *chosen[pos + 1 :]]
             if flows.linked(trial) and all(
+                t.tool_chain != cand.tool_chain or t.mcp != cand.mcp
+                for t in chosen
+                if t is not victim
+            ):
+                return trial
+    return chosen
+
+
+def _with_created_reference(
+    chosen: list[AtomicTask],
+    ranked: list[AtomicTask],
+    banned: set[str],
+    flows: _FlowIndex,
+) -> list[AtomicTask]:
+    """`chosen`, with one task swapped when that lets an id created on one MCP be filed as a
+    reference on another (a new ticket named in an email, a new order in a payment), under the
+    same rules as `_with_information_edge` (such a pair is an information edge itself)."""
+    if len({t.mcp for t in chosen}) < 2 or flows.files_created(chosen):
+        return chosen
+    for cand in ranked:
+        if cand in chosen or cand.id in banned:
+            continue
+        for pos in range(len(chosen) - 1, -1, -1):
+            victim = chosen[pos]
+            same = [t for t in chosen if t.mcp == victim.mcp]
+            if len(same) == 1 and cand.mcp != victim.mcp:
+                continue
+            trial = [*chosen[:pos], cand, *chosen[pos + 1 :]]
+            if flows.files_created(trial) and all(
                 t.tool_chain != cand.tool_chain or t.mcp != cand.mcp
                 for t in chosen
                 if t is not victim

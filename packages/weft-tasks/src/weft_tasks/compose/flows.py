@@ -24,12 +24,15 @@ from weft_core.models import AtomicTask, TaskInput
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.execution import template_names
 from weft_tasks.compose.links import input_fields, output_fields
+from weft_tasks.compose.staleness import Keep
 from weft_tasks.grounding.identity import link_key
 
 _FREE_TEXT = re.compile(
     r"(body|content|description|note|notes|comment|message|text|summary|reason|subject|title|memo)"
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+# suffixes that say a field refers to something, not what: a ticket_ref is no deal_ref
+_GENERIC_SUFFIXES = frozenset({"id", "ref", "reference", "number", "code"})
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,11 @@ def _read_row(
     return next((r for r in task.seed_rows.get(entity_name, []) if r.get(key) in key_values), None)
 
 
-def reported_values(task: AtomicTask, bundle: BundleView, node: int) -> list[Found]:
-    """What a read task reports, valued from the fixture row it reads (its key input's row)."""
+def reported_values(
+    task: AtomicTask, bundle: BundleView, node: int, keep: Keep | None = None
+) -> list[Found]:
+    """What a read task reports, valued from the fixture row it reads (its key input's row).
+    `keep` drops fields an earlier node may have changed (`staleness.still_reports`)."""
     values = {i.name: i.value for i in task.inputs}
     out: list[Found] = []
     for name, (entity_name, field) in output_fields(task, bundle).items():
@@ -72,7 +78,7 @@ def reported_values(task: AtomicTask, bundle: BundleView, node: int) -> list[Fou
         except KeyError:
             continue
         row = _read_row(task, bundle, entity_name, entity.key, values)
-        if row is None:
+        if row is None or (keep is not None and not keep(entity_name, row, field)):
             continue
         value = row.get(field)
         if (
@@ -125,7 +131,10 @@ def writable_text(bundle: BundleView, task: AtomicTask) -> dict[str, str]:
 
 def _fits(field: str, found: Found) -> bool:
     """A same-named field takes its own kind of value; free text takes any reported text."""
-    if field == found.field or field.split("_")[-1] == found.field.split("_")[-1]:
+    if field == found.field:
+        return True
+    suffix = field.split("_")[-1]
+    if suffix == found.field.split("_")[-1] and suffix not in _GENERIC_SUFFIXES:
         return True
     # ids belong in reference fields, not in prose: free text takes names, subjects, statuses
     return bool(_FREE_TEXT.search(field)) and not found.field.endswith("_id")
@@ -209,9 +218,11 @@ def identity(bundle: BundleView, entity: str, field: str) -> str | None:
     return link_key(e, field)
 
 
-def reported_ids(task: AtomicTask, bundle: BundleView, node: int) -> list[tuple[str, Found]]:
+def reported_ids(
+    task: AtomicTask, bundle: BundleView, node: int, keep: Keep | None = None
+) -> list[tuple[str, Found]]:
     """(identity, what) for every output of a read that carries an object's key or link value,
-    valued from the fixture row it reads."""
+    valued from the fixture row it reads; `keep` as in `reported_values`."""
     values = {i.name: i.value for i in task.inputs}
     out: list[tuple[str, Found]] = []
     for name, (entity_name, field) in output_fields(task, bundle).items():
@@ -223,6 +234,8 @@ def reported_ids(task: AtomicTask, bundle: BundleView, node: int) -> list[tuple[
         except KeyError:
             continue
         row = _read_row(task, bundle, entity_name, entity.key, values)
+        if row is not None and keep is not None and not keep(entity_name, row, field):
+            continue
         value = row.get(field) if row is not None else None
         if isinstance(value, str) and value:
             out.append((ident, Found(node, name, field, value)))

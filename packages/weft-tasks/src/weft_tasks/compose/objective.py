@@ -153,6 +153,17 @@ def objective_problems(text: str, graph: TaskGraph, bundles: dict[str, BundleVie
     return problems
 
 
+def _created_outputs(node: TaskNode, bundles: dict[str, BundleView]) -> set[str]:
+    """Outputs `node` binds from a create call: values that did not exist before it ran."""
+    b = bundles.get(node.task.mcp)
+    return {
+        name
+        for call in node.task.reference_calls
+        if b is not None and (c := b.contract(call.tool)) is not None and c.operation == "create"
+        for name in call.bind
+    }
+
+
 def write_objective(graph: TaskGraph, bundles: dict[str, BundleView]) -> str:
     """The objective by rules: the shared object, then each node's effect in dependency order
     with the MCP it happens in and the values it takes from another MCP."""
@@ -176,7 +187,10 @@ def write_objective(graph: TaskGraph, bundles: dict[str, BundleView]) -> str:
             src = min((x[0] for x in flows), key=lambda n: position.get(n, 0))
             fields = list(dict.fromkeys(_words(f) for n, f in flows if n == src))
             said = fields[0] if len(fields) == 1 else ", ".join(fields[:-1]) + " and " + fields[-1]
-            text += f" using the {said} found in {_domain(by_id[src].task.mcp, bundles)}"
+            # an id the source node's create made was created there, not found
+            made = _created_outputs(by_id[src], bundles)
+            how = "created" if all(f in made for n, f in flows if n == src) else "found"
+            text += f" using the {said} {how} in {_domain(by_id[src].task.mcp, bundles)}"
         clauses.append(text)
     if len(clauses) == 1:
         steps = clauses[0]

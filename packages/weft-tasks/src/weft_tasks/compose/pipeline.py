@@ -34,6 +34,7 @@ from weft_tasks.atomic.library import MCPLibrary
 from weft_tasks.atomic.megamcp import Registrar
 from weft_tasks.compose.coherence import check_coherence
 from weft_tasks.compose.composer import CompositionState, compose_graph
+from weft_tasks.compose.created import probe_prefix, settle, unsettled
 from weft_tasks.compose.objective import llm_objective, objective_problems, write_objective
 from weft_tasks.compose.profiles import DEFAULT_PROFILES, Profile, ProfileSet, largest_remainder
 from weft_tasks.compose.sampler import CoverageSampler
@@ -233,9 +234,11 @@ class Composer:
         bundle_paths = {m: self.sampler.libs[m].bundle.path for m in graph.mcps}
         async with self._sem:
             ids = {m: await self.registrar.mcp_id(p) for m, p in bundle_paths.items()}
-            graph = _with_mcp_ids(graph, ids)
+            composed = _with_mcp_ids(graph, ids)
             last_error = ""
             for upto in (3, 2, 1):  # fall back to fewer rounds when history breaks a condition
+                # fewer rows may mean other created ids: each state settles its own
+                graph = composed
                 rows = job.grounding.rows(upto)
                 files, issues = await asyncio.to_thread(
                     write_snapshots, rows, bundle_paths, self.out / "snapshots"
@@ -251,11 +254,31 @@ class Composer:
                 # the replay's first request stores the initial DBs and workspaces (one request,
                 # not one per MCP)
                 refs = await snapshot_refs(self.registrar, files, bundle_paths, workspaces)
+                snaps = {m: r.uri for m, r in refs.items()}
+                if unsettled(graph):
+                    # ids created upstream exist once their create ran: a probe runs the calls,
+                    # the ids it saw replace the placeholders, then the replay verifies that
+                    # each downstream row holds exactly the id created upstream
+                    probe = await replay(
+                        self.client,
+                        self.registrar,
+                        probe_prefix(graph),
+                        snaps,
+                        bundle_paths,
+                        store=files,
+                        workspaces=workspaces,
+                        probe=True,
+                    )
+                    graph = settle(graph, probe.outputs)
+                    if unsettled(graph):
+                        why = probe.diagnostic or "no id returned"
+                        last_error = f"created ids not settled ({why}): {unsettled(graph)}"
+                        continue
                 report = await replay(
                     self.client,
                     self.registrar,
                     graph,
-                    {m: r.uri for m, r in refs.items()},
+                    snaps,
                     bundle_paths,
                     store=files,
                     workspaces=workspaces,

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from weft_core.models import AtomicTask, ExecutionEvidence
 from weft_tasks.atomic.library import MCPLibrary
+from weft_tasks.compose.created import created_ids, id_references
 from weft_tasks.compose.flows import reported_ids
 from weft_tasks.compose.links import (
     complementary_score,
@@ -107,6 +108,7 @@ class CoverageSampler:
         }
         self._static: dict[tuple[str, ...], _StaticFeatures] = {}
         self._finder_memo: dict[str, bool] = {}
+        self._ids_memo: dict[str, tuple[set[str], set[str]]] = {}
         # None = the evidence-free ranking, byte for byte (no feature added, no draw reordered)
         self.witness: WitnessIndex | None = (
             WitnessIndex(witnessed, {m: lib.bundle.tools for m, lib in self.libs.items()})
@@ -301,6 +303,55 @@ class CoverageSampler:
                 if finder is not None:
                     took[-1] = finder
             out.extend(took)
+        return self._with_filed_id(combo, out)
+
+    def _ids(self, task: AtomicTask) -> tuple[set[str], set[str]]:
+        """(kinds of object `task` creates, kinds it files a reference to)."""
+        got = self._ids_memo.get(task.id)
+        if got is None:
+            b = self.libs[task.mcp].bundle
+            got = self._ids_memo[task.id] = (
+                {c.entity for c in created_ids(task, b, 0)},
+                set(id_references(task, b).values()),
+            )
+        return got
+
+    def _with_filed_id(self, combo: Combination, pool: list[AtomicTask]) -> list[AtomicTask]:
+        """`pool`, holding a task that creates an object on one MCP of the combination and one
+        that files a reference to it on another (a new order and its payment) when the
+        libraries have such a pair and the pool has none: each takes the place of the pool's
+        last task of its MCP, so every MCP stays represented."""
+        if len(combo.mcps) < 2:
+            return pool
+
+        def pairs(ts: Sequence[AtomicTask]) -> Iterable[tuple[AtomicTask, AtomicTask]]:
+            return (
+                (a, b)
+                for a in ts
+                for b in ts
+                if a.mcp != b.mcp and self._ids(a)[0] & self._ids(b)[1]
+            )
+
+        if next(iter(pairs(pool)), None) is not None:
+            return pool
+        every = [t for m in combo.mcps for t in self.libs[m].tasks]
+        pair = min(
+            pairs(every),
+            key=lambda ab: self.usage_task[ab[0].id] + self.usage_task[ab[1].id],
+            default=None,
+        )
+        if pair is None:
+            return pool
+        out = list(pool)
+        for t in pair:
+            if t in out:
+                continue
+            pos = max(
+                (i for i, o in enumerate(out) if o.mcp == t.mcp and o not in pair), default=None
+            )
+            if pos is None:
+                return pool
+            out[pos] = t
         return out
 
     def _task_key(self, task: AtomicTask, mcps: Sequence[str]) -> tuple[float, ...]:

@@ -4,7 +4,9 @@ A careless agent picks the first row that looks right. For each target row a tas
 row is made that looks almost the same: its own key (past every key of the table), every unique
 value changed so the schema holds (a second address at the same domain), the person or item name
 altered by one visible detail (a middle initial), and the rest - segment, country, the parent it
-references - kept, so a search or a list filter returns both. It never carries a value of a bound
+references - kept, so a search or a list filter returns both. A record with no name (an account, an order) is
+confused through the parent it references: a second one of the same customer and kind, with one
+detail (an address, a description, else an amount) apart where it has one. It never carries a value of a bound
 object, so it never impersonates the object the task is about, and checks that name rows by key
 or by the bound values keep their meaning.
 """
@@ -51,7 +53,8 @@ def _altered(value: str, field: str, salt: int) -> str:
 def near_duplicate(
     entity: Entity, row: dict[str, Any], existing: list[dict[str, Any]], bound: set[str], salt: int
 ) -> dict[str, Any] | None:
-    """A distractor for `row` of `entity`, or None when the table has no name to confuse."""
+    """A distractor for `row` of `entity`, or None when the table has neither a name to confuse
+    nor a parent the row belongs to."""
     keys = {r.get(entity.key) for r in existing}
     out = dict(row)
     out[entity.key] = _next_key(keys, row.get(entity.key), salt)
@@ -69,4 +72,33 @@ def near_duplicate(
                 n += 1
                 out[f.name] = _altered(value, f.name, n)
             changed |= looks
+    if not changed and any(f.foreign_key and row.get(f.name) is not None for f in entity.fields):
+        # a record with no name (an account, an order, a payment) is confused through what it
+        # belongs to: a second one of the same customer and kind, one detail apart when it has
+        # a detail to change (a second EUR savings account of one customer is one already)
+        _alter_detail(entity, row, out, salt)
+        changed = True
     return out if changed else None
+
+
+def _alter_detail(entity: Entity, row: dict[str, Any], out: dict[str, Any], salt: int) -> bool:
+    """Change one visible detail of a nameless record in `out`: its first free text (an address,
+    a description), else its first number (a quantity, an amount). False when it has neither."""
+    plain = [
+        f
+        for f in entity.fields
+        if f.name != entity.key and not f.foreign_key and not f.enum and not f.primary_key
+    ]
+    for f in plain:
+        value = row.get(f.name)
+        if isinstance(value, str) and value.strip() and not f.unique and f.type == "string":
+            out[f.name] = _altered(value, f.name, salt)
+            return True
+    for f in plain:
+        value = row.get(f.name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[f.name] = (
+                value + 1 + salt if isinstance(value, int) else round(value + 1.0 + salt, 2)
+            )
+            return True
+    return False

@@ -46,6 +46,9 @@ class ReplayReport(BaseModel):
     )
     calls: int = 0
     requests: int = Field(default=0, description="MegaMCP requests the replay made.")
+    outputs: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per node run: the outcomes its calls returned."
+    )
 
     @property
     def diagnostic(self) -> str:
@@ -67,11 +70,14 @@ async def replay(
     *,
     store: dict[str, Path] | None = None,
     workspaces: dict[str, Path] | None = None,
+    probe: bool = False,
 ) -> ReplayReport:
     """Run the graph's reference solution from `snapshots` (MCP -> snapshot URI) and verify every
     checkpoint. `store` (MCP -> initial DB file) and `workspaces` (MCP -> initial workspace
     tarball) are stored by the replay's first request instead of one request each. Never raises
-    for a task-level failure; that is the report."""
+    for a task-level failure; that is the report. `probe` runs the calls only, verifying
+    nothing, to learn what they return (`outputs`: the ids creates make); passed = every call
+    ran."""
     mcp_ids = {m: await registrar.mcp_id(p) for m, p in bundle_paths.items()}
     group = BatchedGroup(
         client,
@@ -101,8 +107,8 @@ async def replay(
             # The node's calls and its checkpoint in one batch; the last node's batch also
             # freezes, runs the final checks and closes the group. Only the verdicts are read,
             # so no state diff is computed.
-            then = [{"op": "verify", "checkpoint": node_id, "diff": False}]
-            then += [{"op": "verify"}] if last else []
+            then = [] if probe else [{"op": "verify", "checkpoint": node_id, "diff": False}]
+            then += [{"op": "verify"}] if last and not probe else []
             run, tail = await group.run_calls(
                 node.task.mcp, node.task.reference_calls, env, then=then, close=last
             )
@@ -110,6 +116,9 @@ async def replay(
                 report.nodes.append(NodeReplay(node=node_id, passed=False, error=run.diagnostic))
                 return report
             outputs[node_id] = {k: run.env[k] for k in node.outcomes if k in run.env}
+            if probe:
+                report.nodes.append(NodeReplay(node=node_id, passed=True))
+                continue
             res = tail[0].verification if tail else None
             if res is None:
                 error = (tail[0].error if tail else None) or "checkpoint not verified"
@@ -137,6 +146,7 @@ async def replay(
     finally:
         report.calls = group.calls
         report.requests = group.requests
+        report.outputs = outputs
         await group.close()
 
 
