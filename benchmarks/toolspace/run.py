@@ -112,7 +112,11 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             bundles=mat.bundles,
         )
         cfg = WalkConfig(
-            length=args.length, environments=args.envs, attempts=args.attempts, seed=args.seed
+            length=args.length,
+            environments=args.envs,
+            attempts=args.attempts,
+            seed=args.seed,
+            revisit_decay=args.revisit_decay,
         )
         walker = Walker(client, graph, environment_of(envs), cfg, initial=initial)
         t1 = time.perf_counter()
@@ -129,6 +133,9 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     by_chain = {c.id: c for c in chains}
     calls = [len(by_chain[g.id].steps) for g in tasks]
     env_counts = [len(by_chain[g.id].environments) for g in tasks]
+    # Length by repetition is not length: a chain of 13 create_ticket calls has 15 calls and 3
+    # distinct tools. Reported beside the length so the goal cannot be met by cycling.
+    distinct = [len({s.node for s in by_chain[g.id].steps}) for g in tasks]
     raw = json.loads(LABELS.read_text()) if LABELS.exists() else {}
     labels: dict[str, bool] = {k: v for k, v in raw.items() if isinstance(v, bool)}
     data_keys = [f"{e.source} -> {e.target}" for e in graph.edges if e.kind is EdgeKind.DATA]
@@ -166,8 +173,11 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "tasks_accepted": sstats.accepted,
         "tasks_rejected": sstats.rejected,
         "duplicates": sstats.duplicates,
+        "revisit_decay": args.revisit_decay,
         "calls_per_task_mean": statistics.mean(calls) if calls else 0.0,
         "calls_per_task_max": max(calls, default=0),
+        "distinct_tools_per_task_mean": statistics.mean(distinct) if distinct else 0.0,
+        "distinct_tools_per_task_max": max(distinct, default=0),
         "envs_per_task_mean": statistics.mean(env_counts) if env_counts else 0.0,
         "envs_per_task_max": max(env_counts, default=0),
         "data_edges_labelled": len(judged),
@@ -191,6 +201,12 @@ def main() -> None:
         type=float,
         default=ToolSpaceSettings().resolution,
         help="Louvain resolution of the environment clustering",
+    )
+    p.add_argument(
+        "--revisit-decay",
+        type=float,
+        default=WalkConfig().revisit_decay,
+        help="weight factor per earlier visit of a node in the chain (1.0: Eq. 3 exactly)",
     )
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
@@ -232,6 +248,11 @@ def main() -> None:
         (
             "calls per task mean / max",
             f"{figures['calls_per_task_mean']:.2f} / {figures['calls_per_task_max']}",
+        ),
+        (
+            "distinct tools per task mean / max",
+            f"{figures['distinct_tools_per_task_mean']:.2f} / "
+            f"{figures['distinct_tools_per_task_max']}",
         ),
         (
             "envs per task mean / max",

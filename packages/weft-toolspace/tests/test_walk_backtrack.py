@@ -95,3 +95,47 @@ async def test_no_walk_is_tried_where_the_graph_holds_none_of_length_l_over_k_en
     # ... but not one over three environments.
     three = walker.cfg.model_copy(update={"environments": 3})
     assert not Walker(client, _graph(), env_of, three).admits_walk("a")  # type: ignore[arg-type]
+
+
+async def test_a_heavy_self_loop_does_not_make_the_chain_one_repeated_call() -> None:
+    """In a small mined graph the heaviest edge is often a self-loop (`create_ticket` after
+    `create_ticket`). Eq. 3 alone then reaches L by repeating one call; with `revisit_decay` a
+    neighbour the chain already called weighs less each time, so the other tools get their turn.
+    The same seed with decay 1.0 (Eq. 3 exactly) repeats the loop."""
+    nodes = {
+        k: NodeRecord(
+            key=k,
+            mcp="s",
+            tool=k,
+            argument_names=[],
+            count=4,
+            starts=4 * (k == "a"),
+            examples=[{}],
+        )
+        for k in ("a", "b", "c", "d")
+    }
+
+    def e(src: str, dst: str, w: float) -> EdgeRecord:
+        return EdgeRecord(source=src, target=dst, kind=EdgeKind.STATE, count=2, weight=w)
+
+    g = ToolGraph(
+        nodes=nodes,
+        edges=[
+            e("a", "a", 0.9),
+            e("a", "b", 0.1),
+            e("b", "c", 1.0),
+            e("c", "d", 1.0),
+            e("d", "a", 1.0),
+        ],
+    )
+    env_of = {"a": "e0", "b": "e0", "c": "e1", "d": "e1"}
+
+    async def distinct(decay: float) -> list[int]:
+        cfg = WalkConfig(length=8, environments=1, attempts=12, seed=5, revisit_decay=decay)
+        chains = await Walker(FakeMegaMCP(), g, env_of, cfg).run()  # type: ignore[arg-type]
+        assert len(chains) == 12
+        return [len({s.tool for s in c.steps}) for c in chains]
+
+    eq3 = await distinct(1.0)
+    assert min(eq3) == 1 and sum(d <= 2 for d in eq3) >= 3  # a, a, a, ... (seed 5)
+    assert min(await distinct(WalkConfig().revisit_decay)) == 4  # a, b, c, d, a, ...

@@ -58,6 +58,15 @@ class WalkConfig(BaseModel):
         description="Weight factor for neighbours in an environment the walk has not covered "
         "while it covers fewer than K (1.0: Eq. 3 exactly).",
     )
+    revisit_decay: float = Field(
+        default=0.25,
+        gt=0.0,
+        le=1.0,
+        description="Weight factor per earlier visit of a neighbour in this chain (a node already "
+        "called k times weighs decay^k): in a small mined graph the heaviest edges are "
+        "self-loops and two-cycles, and Eq. 3 alone reaches L by repeating one call. 1.0: Eq. 3 "
+        "exactly.",
+    )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
 
@@ -394,7 +403,7 @@ class Walker:
                 if dropped.mutated:
                     await self._rollback(group, steps, snaps)
                 continue
-            edge, target = self._sample(pending, envs)
+            edge, target = self._sample(pending, envs, Counter(s.node for s in steps))
             pending.remove((edge, target))
             node = self.graph.nodes[target]
             args = (
@@ -446,14 +455,20 @@ class Walker:
             )
 
     def _sample(
-        self, pending: list[tuple[EdgeRecord | None, str]], visited: set[str] | None = None
+        self,
+        pending: list[tuple[EdgeRecord | None, str]],
+        visited: set[str] | None = None,
+        calls: Counter[str] | None = None,
     ) -> tuple[EdgeRecord | None, str]:
         """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3);
         while the walk covers fewer than K environments, a neighbour in an unvisited one has its
-        weight multiplied by `new_environment_bias` (1.0 is the paper's Eq. 3)."""
+        weight multiplied by `new_environment_bias`, and a neighbour the chain already called k
+        times by `revisit_decay`^k (both 1.0: the paper's Eq. 3)."""
         bias = self.cfg.new_environment_bias
+        calls = calls or Counter()
         weights = [
             (e.weight if e is not None else 1.0)
+            * self.cfg.revisit_decay ** calls[t]
             * (
                 bias
                 if visited is not None
