@@ -59,13 +59,14 @@ class WalkConfig(BaseModel):
         "while it covers fewer than K (1.0: Eq. 3 exactly).",
     )
     revisit_decay: float = Field(
-        default=0.25,
+        default=1.0,
         gt=0.0,
         le=1.0,
         description="Weight factor per earlier visit of a neighbour in this chain (a node already "
-        "called k times weighs decay^k): in a small mined graph the heaviest edges are "
-        "self-loops and two-cycles, and Eq. 3 alone reaches L by repeating one call. 1.0: Eq. 3 "
-        "exactly.",
+        "called k times weighs decay^k; 1.0: Eq. 3 exactly). Below 1 the walk prefers tools it "
+        "has not called yet; a failing alternative still costs a rollback, so in a graph whose "
+        "only long walks are cycles a low decay keeps fewer walks (seed-7 corpus: 0.25 kept 0 of "
+        "8, 1.0 kept 6 with 2.5 distinct tools per 15 calls).",
     )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
