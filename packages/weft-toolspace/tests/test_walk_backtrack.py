@@ -12,8 +12,9 @@ from weft_toolspace.testing import FakeMegaMCP, FakeResult
 from weft_toolspace.walk import WalkConfig, Walker
 
 
-def _graph() -> ToolGraph:
-    nodes = {
+def _nodes(*keys: str) -> dict[str, NodeRecord]:
+    """One node per key on server `s`; walks start at `a`."""
+    return {
         k: NodeRecord(
             key=k,
             mcp="s",
@@ -23,14 +24,22 @@ def _graph() -> ToolGraph:
             starts=4 * (k == "a"),
             examples=[{}],
         )
-        for k in ("a", "dead", "c", "d")
+        for k in keys
     }
 
-    def e(src: str, dst: str, w: float) -> EdgeRecord:
-        return EdgeRecord(source=src, target=dst, kind=EdgeKind.STATE, count=2, weight=w)
 
-    edges = [e("a", "dead", 0.95), e("a", "c", 0.05), e("c", "d", 1.0), e("d", "c", 1.0)]
-    return ToolGraph(nodes=nodes, edges=edges)
+def _edge(src: str, dst: str, w: float) -> EdgeRecord:
+    return EdgeRecord(source=src, target=dst, kind=EdgeKind.STATE, count=2, weight=w)
+
+
+def _graph() -> ToolGraph:
+    edges = [
+        _edge("a", "dead", 0.95),
+        _edge("a", "c", 0.05),
+        _edge("c", "d", 1.0),
+        _edge("d", "c", 1.0),
+    ]
+    return ToolGraph(nodes=_nodes("a", "dead", "c", "d"), edges=edges)
 
 
 async def test_a_dead_end_is_rolled_back_and_another_neighbour_taken() -> None:
@@ -102,30 +111,14 @@ async def test_a_heavy_self_loop_does_not_make_the_chain_one_repeated_call() -> 
     `create_ticket`). Eq. 3 alone then reaches L by repeating one call; with `revisit_decay` a
     neighbour the chain already called weighs less each time, so the other tools get their turn.
     The same seed with the default decay 1.0 (Eq. 3 exactly) repeats the loop."""
-    nodes = {
-        k: NodeRecord(
-            key=k,
-            mcp="s",
-            tool=k,
-            argument_names=[],
-            count=4,
-            starts=4 * (k == "a"),
-            examples=[{}],
-        )
-        for k in ("a", "b", "c", "d")
-    }
-
-    def e(src: str, dst: str, w: float) -> EdgeRecord:
-        return EdgeRecord(source=src, target=dst, kind=EdgeKind.STATE, count=2, weight=w)
-
     g = ToolGraph(
-        nodes=nodes,
+        nodes=_nodes("a", "b", "c", "d"),
         edges=[
-            e("a", "a", 0.9),
-            e("a", "b", 0.1),
-            e("b", "c", 1.0),
-            e("c", "d", 1.0),
-            e("d", "a", 1.0),
+            _edge("a", "a", 0.9),
+            _edge("a", "b", 0.1),
+            _edge("b", "c", 1.0),
+            _edge("c", "d", 1.0),
+            _edge("d", "a", 1.0),
         ],
     )
     env_of = {"a": "e0", "b": "e0", "c": "e1", "d": "e1"}

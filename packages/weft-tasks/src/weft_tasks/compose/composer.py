@@ -13,6 +13,7 @@ is deterministic so its issues are final. The graph's order is the stable topolo
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -739,26 +740,8 @@ def _with_information_edge(
     flows: _FlowIndex,
 ) -> list[AtomicTask]:
     """`chosen`, with one task swapped when that lets a value found on one MCP feed a task on
-    another (`_FlowIndex.feeds`); the swap keeps every MCP of the combination and never repeats
-    a chain on one MCP."""
-    if len({t.mcp for t in chosen}) < 2 or flows.linked(chosen):
-        return chosen
-    for cand in ranked:
-        if cand in chosen or cand.id in banned:
-            continue
-        for pos in range(len(chosen) - 1, -1, -1):
-            victim = chosen[pos]
-            same = [t for t in chosen if t.mcp == victim.mcp]
-            if len(same) == 1 and cand.mcp != victim.mcp:
-                continue
-            trial = [*chosen[:pos], cand, *chosen[pos + 1 :]]
-            if flows.linked(trial) and all(
-                t.tool_chain != cand.tool_chain or t.mcp != cand.mcp
-                for t in chosen
-                if t is not victim
-            ):
-                return trial
-    return chosen
+    another (`_FlowIndex.feeds`)."""
+    return _swap_until(chosen, ranked, banned, flows.linked)
 
 
 def _with_created_reference(
@@ -768,9 +751,21 @@ def _with_created_reference(
     flows: _FlowIndex,
 ) -> list[AtomicTask]:
     """`chosen`, with one task swapped when that lets an id created on one MCP be filed as a
-    reference on another (a new ticket named in an email, a new order in a payment), under the
-    same rules as `_with_information_edge` (such a pair is an information edge itself)."""
-    if len({t.mcp for t in chosen}) < 2 or flows.files_created(chosen):
+    reference on another (a new ticket named in an email, a new order in a payment); such a
+    pair is an information edge itself."""
+    return _swap_until(chosen, ranked, banned, flows.files_created)
+
+
+def _swap_until(
+    chosen: list[AtomicTask],
+    ranked: list[AtomicTask],
+    banned: set[str],
+    holds: Callable[[list[AtomicTask]], bool],
+) -> list[AtomicTask]:
+    """`chosen` if it spans one MCP or `holds` already; else the first one-task swap (best
+    ranked candidate first, latest position first) after which it holds. A swap keeps every MCP
+    of the combination and never repeats a chain on one MCP."""
+    if len({t.mcp for t in chosen}) < 2 or holds(chosen):
         return chosen
     for cand in ranked:
         if cand in chosen or cand.id in banned:
@@ -781,7 +776,7 @@ def _with_created_reference(
             if len(same) == 1 and cand.mcp != victim.mcp:
                 continue
             trial = [*chosen[:pos], cand, *chosen[pos + 1 :]]
-            if flows.files_created(trial) and all(
+            if holds(trial) and all(
                 t.tool_chain != cand.tool_chain or t.mcp != cand.mcp
                 for t in chosen
                 if t is not victim
