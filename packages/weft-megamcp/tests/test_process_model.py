@@ -25,8 +25,33 @@ async def _workers(host: MegaMCPHost) -> list[dict]:
         return resp.json()
 
 
+async def test_workers_are_added_when_full_and_a_burst_is_balanced(tmp_path, bundle_dir):
+    settings = MegaMCPSettings(
+        data_dir=tmp_path / "mm", workers=2, worker_pack_sessions=4, admin_token="admin-token-xyz"
+    )
+    async with (
+        MegaMCPHost.running(settings) as host,
+        MegaMCPClient(host.url, host.admin_token) as client,
+    ):
+        rec = await client.register(bundle_dir)
+        for _ in range(3):
+            await client.create_group([rec.mcp_id])
+        # Packed: three idle sessions do not cost a second serving process.
+        assert [w["groups"] for w in await _workers(host)] == [3]
+        # A burst of creations is placed before any is answered; each holds its place, so the
+        # burst fills the first worker to the packing threshold and the rest is balanced.
+        burst = await asyncio.gather(*(client.create_group([rec.mcp_id]) for _ in range(12)))
+        counts = sorted(w["groups"] for w in await _workers(host))
+        assert len(counts) == 2 and sum(counts) == 15, counts
+        assert counts[0] >= 6, counts  # one worker taking the whole burst would leave 1 here
+        for g in burst[:2]:
+            assert not (await client.call_tool(g, rec.mcp_id, "list_contacts")).is_error
+
+
 async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, bundle_dir):
-    settings = MegaMCPSettings(data_dir=tmp_path / "mm", workers=2, admin_token="admin-token-xyz")
+    settings = MegaMCPSettings(
+        data_dir=tmp_path / "mm", workers=2, worker_pack_sessions=1, admin_token="admin-token-xyz"
+    )
     async with (
         MegaMCPHost.running(settings) as host,
         MegaMCPClient(host.url, host.admin_token) as client,

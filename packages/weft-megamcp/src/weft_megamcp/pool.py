@@ -13,6 +13,7 @@ import multiprocessing.connection
 import os
 import socket
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,7 @@ class Worker:
     process: multiprocessing.process.BaseProcess
     url: str
     groups: set[str] = field(default_factory=set)
+    placing: int = 0  # groups placed here whose creation is not answered yet
     healthy: bool = True
     state: WorkerState = field(default_factory=lambda: WorkerState(worker_id="?"))
 
@@ -83,6 +85,7 @@ class WorkerPool:
         self._lock = asyncio.Lock()
         self._replacing: dict[int, asyncio.Event] = {}
         self._next_index = 0
+        self._holds = 0
         self._supervisor: asyncio.Task[Any] | None = None
         self.replacements = 0
         self.policy = PlacementPolicy()
@@ -172,30 +175,58 @@ class WorkerPool:
         )
         return within_caps and len(worker.state.sessions) + len(keys) <= worker.state.capacity
 
+    def _roomy(self, worker: Worker) -> bool:
+        """Below the packing threshold and not measured busy: a new group may join it rather
+        than start another worker."""
+        return (
+            len(worker.state.sessions) < self.settings.worker_pack_sessions
+            and worker.state.load < self.settings.worker_busy_load
+        )
+
     async def place(self, keys: list[str] | None = None) -> Worker:
-        """The least-loaded healthy worker that stays within every MCP's load-class cap;
-        a new worker is forked on demand (up to --workers) when none fits or all are busy."""
+        """The least-loaded healthy worker that stays within every MCP's load-class cap; a new
+        worker is forked on demand (up to --workers) when none fits or every one is full or busy
+        (`worker_pack_sessions`, `worker_busy_load`)."""
+        async with self._lock:
+            return await self._place(keys or [])
+
+    @contextlib.asynccontextmanager
+    async def placement(self, keys: list[str] | None = None) -> AsyncIterator[Worker]:
+        """`place`, holding the group's sessions on the chosen worker until the caller is done
+        creating the group there. Without the hold, a burst of creations would all be placed
+        before any of them is remembered, all on the same (seemingly empty) worker."""
         keys = keys or []
         async with self._lock:
-            live = [w for w in self.workers.values() if self._fits(w, keys)]
-            if len(self.workers) < self.max_workers and (not live or all(w.groups for w in live)):
-                index = self._next_index
-                self._next_index += 1
-                return await self._fork_worker(index)  # on demand: a new worker for new load
-            if not live:
-                for k in keys:
-                    cap = self.policy.cap_of(k)
-                    if all(
-                        w.state.instances_of(k) + keys.count(k) > cap for w in self.workers.values()
-                    ):
-                        raise cap_reached(k, cap, len(self.workers))
-                raise NoPlacementError(
-                    f"no healthy worker has room for a group of {sorted(set(keys))}"
-                )
-            if keys:
-                first = self.policy.choose(keys[0], [w.state for w in live])
-                return next(w for w in live if w.state is first)
-            return min(live, key=lambda w: len(w.groups))
+            worker = await self._place(keys)
+            self._holds += 1
+            held = {f"~placing-{self._holds}-{i}": k for i, k in enumerate(keys)}
+            worker.state.sessions.update(held)
+            worker.placing += 1
+        try:
+            yield worker
+        finally:
+            worker.placing -= 1
+            for sid in held:
+                worker.state.sessions.pop(sid, None)
+
+    async def _place(self, keys: list[str]) -> Worker:
+        live = [w for w in self.workers.values() if self._fits(w, keys)]
+        if len(self.workers) < self.max_workers and not any(self._roomy(w) for w in live):
+            index = self._next_index
+            self._next_index += 1
+            return await self._fork_worker(index)  # on demand: a new worker for new load
+        if not live:
+            for k in keys:
+                cap = self.policy.cap_of(k)
+                if all(
+                    w.state.instances_of(k) + keys.count(k) > cap for w in self.workers.values()
+                ):
+                    raise cap_reached(k, cap, len(self.workers))
+            raise NoPlacementError(f"no healthy worker has room for a group of {sorted(set(keys))}")
+        if keys:
+            first = self.policy.choose(keys[0], [w.state for w in live])
+            return next(w for w in live if w.state is first)
+        return min(live, key=lambda w: len(w.groups) + w.placing)
 
     async def _supervise(self) -> None:
         ticks = 0

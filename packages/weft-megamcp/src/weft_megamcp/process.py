@@ -180,29 +180,31 @@ class Master:
                     create = data.get("create", {}) if path == "/admin/runs" else data
                     requested = create.get("mcps", {})
                     keys = [k for k, shared in map(self.pool.mcp_key, requested) if shared]
-                    worker = await self.pool.place(keys)
                 except (ValueError, AttributeError, TypeError):
                     detail = "body must be a JSON CreateGroupRequest"
                     await self._json(send, 400, {"error": "MegaMCPUserError", "detail": detail})
                     return
-                except (MegaMCPUserError, NoPlacementError) as exc:
-                    status = 503 if isinstance(exc, NoPlacementError) else 404
-                    await self._json(
-                        send, status, {"error": type(exc).__name__, "detail": str(exc)}
-                    )
+                except MegaMCPUserError as exc:
+                    await self._json(send, 404, {"error": type(exc).__name__, "detail": str(exc)})
                     return
                 try:
-                    resp = await self._forward(worker, scope, body)
-                except httpx.HTTPError as exc:
-                    detail = f"worker {worker.index} failed: {type(exc).__name__}"
-                    await self._json(send, 502, {"error": "MegaMCPRuntimeError", "detail": detail})
+                    async with self.pool.placement(keys) as worker:
+                        try:
+                            resp = await self._forward(worker, scope, body)
+                        except httpx.HTTPError as exc:
+                            detail = f"worker {worker.index} failed: {type(exc).__name__}"
+                            error = {"error": "MegaMCPRuntimeError", "detail": detail}
+                            await self._json(send, 502, error)
+                            return
+                        if resp.status_code == 200 and path == "/admin/groups":
+                            self.pool.remember(worker, [resp.json()])
+                        elif resp.status_code == 200:  # a run: its group lives on unless closed
+                            run = resp.json()
+                            if not run.get("closed") and run.get("handle"):
+                                self.pool.remember(worker, [run["handle"]])
+                except NoPlacementError as exc:
+                    await self._json(send, 503, {"error": type(exc).__name__, "detail": str(exc)})
                     return
-                if resp.status_code == 200 and path == "/admin/groups":
-                    self.pool.remember(worker, [resp.json()])
-                elif resp.status_code == 200:  # a run: its group lives on unless it was closed
-                    run = resp.json()
-                    if not run.get("closed") and run.get("handle"):
-                        self.pool.remember(worker, [run["handle"]])
                 await self._relay(send, resp)
             else:
                 out: list[Any] = []

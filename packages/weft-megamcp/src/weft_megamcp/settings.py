@@ -165,6 +165,21 @@ class MegaMCPSettings(BaseSettings):
         "protect, so no real cap; placement balances workers by measured load instead.",
     )
 
+    worker_pack_sessions: int = Field(
+        default=64,
+        ge=1,
+        description="With --workers N>1: sessions a worker holds before the pool forks another "
+        "(up to N). Packing keeps idle sessions in few processes (each worker costs the whole "
+        "serving stack in memory); 1 spreads groups over new workers from the first.",
+    )
+    worker_busy_load: float = Field(
+        default=0.75,
+        gt=0,
+        description="With --workers N>1: measured busy share of a core at which a worker counts "
+        "as busy; when every worker is busy or full (worker_pack_sessions) the pool forks "
+        "another (up to N), so workers are added for load, not for session counts alone.",
+    )
+
     def screening(self) -> ScreeningSettings:
         """The per-process session caps of screened modules this host places by."""
         return ScreeningSettings(
