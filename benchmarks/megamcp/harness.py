@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 from fastmcp import Client
 from traces import SHIPPED_SOURCE, Call, trace_bytes
@@ -152,10 +153,11 @@ class LocalServing:
 class MegaServing:
     name = "MegaMCP"
 
-    def __init__(self, bundle: Path, root: Path, workers: int = 0) -> None:
+    def __init__(self, bundle: Path, root: Path, workers: int = 0, pack: int | None = None) -> None:
         self.bundle = bundle
         self.root = root
         self.workers = workers
+        self.pack = pack  # worker_pack_sessions; None = the host's default
         self.host: MegaMCPHost | None = None
         self.client: MegaMCPClient | None = None
         self.mcp_id = ""
@@ -168,6 +170,7 @@ class MegaServing:
             workers=self.workers,
             offload_after_s=3600,
             log_level="warning",
+            **({} if self.pack is None else {"worker_pack_sessions": self.pack}),
         )
         self.host = await MegaMCPHost.start(settings, subprocess=True)
         self.client = MegaMCPClient(self.host.url, self.host.admin_token)
@@ -181,6 +184,18 @@ class MegaServing:
             await self.client.__aexit__(None, None, None)
         if self.host is not None:
             await self.host.stop()
+
+    async def worker_processes(self) -> int:
+        """Worker processes the prefork master runs now (0 in one-process mode)."""
+        if self.workers <= 1 or self.host is None:
+            return 0
+        async with httpx.AsyncClient() as http:
+            resp = await http.get(
+                f"{self.host.url}/admin/workers",
+                headers={"authorization": f"Bearer {self.host.admin_token}"},
+            )
+            resp.raise_for_status()
+            return len(resp.json())
 
     @property
     def pid(self) -> int:
