@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -36,6 +37,8 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from weft_core.console import summary_table
 from weft_tasks.atomic.certify import bundle_dirs, certify_bundle
@@ -62,10 +65,16 @@ def synthesize_examples(dest: Path) -> Path:
 
 
 def _cpu_seconds() -> float:
-    """CPU of this process (every thread) and its reaped children."""
+    """CPU of this process (every thread), its live descendants (a subprocess or prefork host
+    and its workers) and its reaped children."""
     own = time.process_time()
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own + kids.ru_utime + kids.ru_stime
+    live = 0.0
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            t = child.cpu_times()
+            live += t.user + t.system
+    return own + kids.ru_utime + kids.ru_stime + live
 
 
 def _count_requests(client: Any) -> Counter[str]:
@@ -93,7 +102,9 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         sources = [Path(b) for b in args.bundles] or [synthesize_examples(out / "bundles")]
         dirs = bundle_dirs(sources)
     result: dict[str, object] = {"n": args.n, "bundles": len(dirs)}
-    async with megamcp_client(data_dir=out / ".megamcp", subprocess=args.subprocess_host) as client:
+    async with megamcp_client(
+        data_dir=out / ".megamcp", subprocess=args.subprocess_host, workers=args.host_workers
+    ) as client:
         t0 = time.perf_counter()
         validator = MegaMCPValidator(client, concurrency=settings.concurrency)
         libs = []
@@ -260,6 +271,12 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument(
         "--subprocess-host", action="store_true", help="run the MegaMCP host in its own process"
+    )
+    ap.add_argument(
+        "--host-workers",
+        type=int,
+        default=0,
+        help="N > 1: a prefork MegaMCP host with up to N workers, in its own process",
     )
     ap.add_argument(
         "--libraries", default=None, help="compose from these certified libraries (OUT/lib)"

@@ -10,7 +10,7 @@ import pytest
 from weft_core.models import RowExists, Verifier
 from weft_megamcp.client import MegaMCPClient
 from weft_megamcp.exceptions import MegaMCPUserError, NotFoundError
-from weft_megamcp.models import CallOp, FreezeOp, VerifyOp
+from weft_megamcp.models import CallOp, FreezeOp, SetOp, VerifyOp
 from weft_megamcp.registry import MCPRecord
 
 pytestmark = pytest.mark.integration
@@ -49,6 +49,63 @@ async def test_run_replays_calls_checks_and_closes_in_one_request(
         await client.info(out.handle)
     with pytest.raises(Exception):  # noqa: B017 - fastmcp raises an HTTP error for the 401
         await client.call_tool(out.handle, m, "list_contacts", {})
+
+
+async def test_an_env_carries_a_created_id_into_later_calls_host_side(
+    client: MegaMCPClient, notes: MCPRecord
+) -> None:
+    m = notes.mcp_id
+    ops: list = [
+        SetOp(values={"who": "Ada", "mail": "old@x.y"}),
+        CallOp(
+            mcp=m,
+            tool="add_contact",
+            arguments={"name": "{{who}}", "email": "{{mail}}"},
+            bind={"cid": "id", "absent": "no.such.path"},
+        ),
+        # `refs` copies a bound value under another name; a ref to an unset key keeps the literal
+        SetOp(
+            values={"target": -1, "fallback": "kept"}, refs={"target": "cid", "fallback": "nope"}
+        ),
+        CallOp(
+            mcp=m,
+            tool="update_email",
+            arguments={"contact_id": "{{target}}", "email": "{{fallback}}-{{who}}@x.y"},
+        ),
+        CallOp(
+            mcp=m, tool="update_email", arguments={"contact_id": "{{absent}}", "email": "a@b.c"}
+        ),
+        CallOp(mcp=m, tool="list_contacts"),
+    ]
+    out = await client.run([m], ops, env={})
+    assert [s.op for s in out.steps] == ["set", "call", "set", "call", "call"]
+    assert out.stopped_at == 4 and out.closed
+    created = out.steps[1].call
+    assert created is not None and not created.is_error
+    assert out.steps[1].arguments == {"name": "Ada", "email": "old@x.y"}
+    # the id the create returned reached the update, with its type (an int, not "1")
+    assert out.steps[3].arguments == {
+        "contact_id": created.structured["id"],
+        "email": "kept-Ada@x.y",
+    }
+    updated = out.steps[3].call
+    assert updated is not None and not updated.is_error, updated.text
+    assert updated.structured["email"] == "kept-Ada@x.y"
+    # a bind the result lacked is only an error where a template needs it, naming it
+    assert out.steps[4].call is None and out.steps[4].error is not None
+    assert "{{absent}}" in out.steps[4].error
+    # without an env, templates are sent as written and `set` is refused
+    group = await client.create_group([m])
+    plain = await client.batch(
+        group,
+        [CallOp(mcp=m, tool="add_contact", arguments={"name": "{{who}}", "email": "p@x.y"})],
+        close=False,
+    )
+    assert plain.steps[0].arguments is None
+    call = plain.steps[0].call
+    assert call is not None and call.structured["name"] == "{{who}}"
+    refused = await client.batch(group, [SetOp(values={"a": 1})], close=True)
+    assert refused.steps[0].error is not None and "env" in refused.steps[0].error
 
 
 async def test_batch_stops_at_the_first_failure_and_ledgers_what_ran(

@@ -16,6 +16,7 @@ _EXPORTS = {
     "CallOp": "weft_megamcp.models",
     "CallResult": "weft_megamcp.models",
     "FreezeOp": "weft_megamcp.models",
+    "SetOp": "weft_megamcp.models",
     "VerifyOp": "weft_megamcp.models",
     "GroupHandle": "weft_megamcp.models",
     "GroupInfo": "weft_megamcp.models",

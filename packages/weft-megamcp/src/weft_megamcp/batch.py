@@ -10,12 +10,14 @@ server-side), in order, in one request.
 
 from __future__ import annotations
 
-from typing import Protocol
+import contextlib
+from typing import Any, Protocol
 
 import mcp_types as mt
 from fastmcp.exceptions import ToolError
 
 from weft_core.exceptions import UserError, WeftRuntimeError
+from weft_core.templates import TemplateError, call_value, extract, render
 from weft_megamcp._session import HostedGroup
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.groups import GroupManager
@@ -30,6 +32,7 @@ from weft_megamcp.models import (
     FreezeOp,
     GroupHandle,
     RunRequest,
+    SetOp,
 )
 from weft_megamcp.registry import Registry
 from weft_megamcp.settings import MegaMCPSettings
@@ -45,36 +48,69 @@ class HostCore(Protocol):
     async def create_group(self, req: CreateGroupRequest) -> GroupHandle: ...
 
 
-async def _call(core: HostCore, group: HostedGroup, op: CallOp) -> BatchStep:
+async def _call(
+    core: HostCore, group: HostedGroup, op: CallOp, env: dict[str, Any] | None
+) -> BatchStep:
     session = group.sessions.get(op.mcp)
     if session is None:
         return BatchStep(
             op="call", error=f"group {group.group_id} has no session for MCP {op.mcp!r}"
         )
+    arguments = op.arguments
+    if env is not None:
+        try:
+            arguments = render(op.arguments, env)
+        except TemplateError as exc:
+            return BatchStep(op="call", error=f"TemplateError: {exc}")
+        if not isinstance(arguments, dict):
+            return BatchStep(op="call", error="arguments must render to an object")
+    shown = arguments if env is not None else None
     try:
-        result = await core.manager.call(session, op.tool, op.arguments)
+        result = await core.manager.call(session, op.tool, arguments)
     except ToolError as exc:
         text = str(exc)
         return BatchStep(
             op="call",
+            arguments=shown,
             call=CallResult(is_error=True, content=[{"type": "text", "text": text}], text=text),
         )
     content = [c.model_dump(mode="json", exclude_none=True) for c in result.content]
     text = "\n".join(c.text for c in result.content if isinstance(c, mt.TextContent))
+    if env is not None and op.bind:
+        value = call_value(result.structured_content, text)
+        for name, path in op.bind.items():
+            # a value the result lacks is only fatal if a later template needs it, which names it
+            with contextlib.suppress(KeyError):
+                env[name] = extract(value, path)
     return BatchStep(
         op="call",
+        arguments=shown,
         call=CallResult(
             is_error=False, content=content, structured=result.structured_content, text=text
         ),
     )
 
 
-async def _one(core: HostCore, group: HostedGroup, op: BatchOp) -> BatchStep:
+def _set(op: SetOp, env: dict[str, Any] | None) -> BatchStep:
+    if env is None:
+        return BatchStep(op="set", error="a set op needs a batch env (env: {} at least)")
+    env.update(op.values)
+    for name, key in op.refs.items():
+        if key in env:
+            env[name] = env[key]
+    return BatchStep(op="set")
+
+
+async def _one(
+    core: HostCore, group: HostedGroup, op: BatchOp, env: dict[str, Any] | None = None
+) -> BatchStep:
     m = core.manager
     timeout = core.settings.verifier_timeout_s
     try:
         if isinstance(op, CallOp):
-            return await _call(core, group, op)
+            return await _call(core, group, op, env)
+        if isinstance(op, SetOp):
+            return _set(op, env)
         if isinstance(op, FreezeOp):
             await m.freeze(group.group_id)
             return BatchStep(op="freeze")
@@ -94,9 +130,10 @@ async def run_batch(core: HostCore, group_id: str, req: BatchRequest) -> BatchRe
     group afterwards when asked (also after a failure or an exception)."""
     group = core.manager.get(group_id)
     out = BatchResult(group_id=group_id, steps=[])
+    env = dict(req.env) if req.env is not None else None
     try:
         for i, op in enumerate(req.ops):
-            step = await _one(core, group, op)
+            step = await _one(core, group, op, env)
             out.steps.append(step)
             if req.stop_on_error and step.failed:
                 out.stopped_at = i

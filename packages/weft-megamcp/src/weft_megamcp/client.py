@@ -264,13 +264,15 @@ class MegaMCPClient:
         *,
         stop_on_error: bool = True,
         close: bool = False,
+        env: dict[str, Any] | None = None,
     ) -> BatchResult:
         """Run calls, checks and freezes on a group in order, in one request (see batch.py);
-        `close=True` closes the group afterwards, whatever happened."""
+        `close=True` closes the group afterwards, whatever happened; with `env`, call arguments'
+        templates are filled host-side and calls' binds feed later calls (`BatchRequest.env`)."""
         if close and isinstance(group, GroupHandle):
             for s in group.sessions.values():
                 await self._drop_session(s.session_id)
-        req = BatchRequest(ops=ops, stop_on_error=stop_on_error, close=close)
+        req = BatchRequest(ops=ops, stop_on_error=stop_on_error, close=close, env=env)
         data = await self._req(
             "POST", f"/admin/groups/{_gid(group)}/batch", req.model_dump(mode="json")
         )
@@ -289,12 +291,13 @@ class MegaMCPClient:
         snapshots: dict[str, str | Path] | None = None,
         workspaces: dict[str, str] | None = None,
         workspace_files: dict[str, str | Path] | None = None,
+        env: dict[str, Any] | None = None,
     ) -> BatchResult:
         """Create a group, run `ops` on it and close it (unless `close=False`): one request.
         `snapshots` (MCP key -> host-side path of an initial DB) and `workspace_files` (MCP key
         -> host-side folder or tarball of an initial workspace) are stored first, as
         `put_snapshot` / `put_workspace` would, and those sessions start from them;
-        `workspaces`: MCP key -> an already stored workspace's URI."""
+        `workspaces`: MCP key -> an already stored workspace's URI; `env` as for `batch`."""
         create = CreateGroupRequest(
             mcps={m: None for m in mcps} if isinstance(mcps, list) else mcps,
             verifier=verifier,
@@ -304,7 +307,7 @@ class MegaMCPClient:
         )
         req = {
             "create": create.model_dump(mode="json"),
-            **BatchRequest(ops=ops, stop_on_error=stop_on_error, close=close).model_dump(
+            **BatchRequest(ops=ops, stop_on_error=stop_on_error, close=close, env=env).model_dump(
                 mode="json"
             ),
             "snapshots": {m: str(Path(p).resolve()) for m, p in (snapshots or {}).items()},

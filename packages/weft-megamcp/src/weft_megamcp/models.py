@@ -132,7 +132,25 @@ class CallOp(BaseModel):
     op: Literal["call"] = "call"
     mcp: str = Field(description="MCP id of the group's session (a key of the handle's sessions).")
     tool: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="With a batch `env`, `{{name}}` templates are filled from it first.",
+    )
+    bind: dict[str, str] = Field(
+        default_factory=dict,
+        description="With a batch `env`: name -> dotted path of a value of this call's result to "
+        "put in the env for later calls (a path the result lacks binds nothing).",
+    )
+
+
+class SetOp(BaseModel):
+    """Put values in the batch's env (needs a batch `env`): `values` literally (never rendered),
+    then each `refs` name gets the env value its key names, where that key is set (else the
+    literal of the same name, if any, stays)."""
+
+    op: Literal["set"] = "set"
+    values: dict[str, Any] = Field(default_factory=dict)
+    refs: dict[str, str] = Field(default_factory=dict)
 
 
 class VerifyOp(BaseModel):
@@ -153,7 +171,7 @@ class FreezeOp(BaseModel):
     op: Literal["freeze"] = "freeze"
 
 
-BatchOp = Annotated[CallOp | VerifyOp | FreezeOp, Field(discriminator="op")]
+BatchOp = Annotated[CallOp | VerifyOp | FreezeOp | SetOp, Field(discriminator="op")]
 
 
 class BatchRequest(BaseModel):
@@ -167,6 +185,12 @@ class BatchRequest(BaseModel):
     )
     close: bool = Field(
         default=False, description="Close the group after the ops, whatever happened."
+    )
+    env: dict[str, Any] | None = Field(
+        default=None,
+        description="Values for `{{name}}` templates in call arguments, grown by each call's "
+        "`bind` and by `set` ops, so calls that need an earlier call's result run in the same "
+        "request. None: arguments are sent as given and binds are ignored.",
     )
 
 
@@ -191,6 +215,9 @@ class RunRequest(BatchRequest):
 
 class BatchStep(BaseModel):
     op: str
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="A call's arguments as run (templates filled), with an env."
+    )
     call: CallResult | None = None
     verification: VerificationResult | None = None
     error: str | None = Field(

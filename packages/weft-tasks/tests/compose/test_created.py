@@ -284,3 +284,28 @@ def test_the_objective_says_the_id_was_created_not_found(bundles: dict[str, Bund
     text = write_objective(graph, bundles)
     assert "using the ticket id created in helpdesk" in text, text
     assert "<new" not in text and objective_problems(text, graph, bundles) == []
+
+
+def test_one_replay_request_carries_the_created_id_host_side(
+    bundles: dict[str, BundleView],
+) -> None:
+    """The replay's batch (`replay_ops`): each node's names live in its own scope, and the
+    reference fed by an upstream create refers to that create's bound output; the placeholder
+    stays only as the literal a missing output falls back to, as in the per-node replay."""
+    from weft_tasks.grounding.reachability import replay_ops
+
+    graph = _composed(bundles)
+    first, second = (graph.node(n) for n in graph.order)
+    ops = replay_ops(graph, {"helpdesk": "hd", "mailbox": "mb"}, probe=False)
+    assert [o["op"] for o in ops] == ["set", "call", "verify", "set", "call", "verify", "verify"]
+    create, send = ops[1], ops[4]
+    assert create["mcp"] == "hd" and send["mcp"] == "mb"
+    assert "__n0__ticket_id" in create["bind"]
+    assert ops[3]["refs"] == {"__n1__ticket_ref": "__n0__ticket_id"}
+    assert ops[3]["values"]["__n1__ticket_ref"] == "<new ticket id from n1>"
+    # every template of the consumer's call names its own scope
+    assert "{{__n1__ticket_ref}}" in str(send["arguments"])
+    assert "{{ticket_ref}}" not in str(send["arguments"])
+    assert [o.get("checkpoint") for o in ops if o["op"] == "verify"] == [first.id, second.id, None]
+    probe = replay_ops(graph, {}, probe=True)
+    assert [o["op"] for o in probe] == ["set", "call", "set", "call"]

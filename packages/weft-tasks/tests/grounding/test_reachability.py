@@ -167,6 +167,10 @@ async def test_a_replay_stores_its_snapshots_itself_in_its_first_request(
         )
         assert report.passed, report.diagnostic
         assert sent[0] == "/admin/runs" and len(sent) == report.requests
+        # the whole reference solution, every checkpoint and the final checks: one request
+        assert report.requests == 1 and report.calls == sum(
+            len(graph.node(n).task.reference_calls) for n in graph.order
+        )
         assert not [p for p in sent if p.endswith("/snapshots")]
         for ref in refs.values():  # stored by the replay under the address the task names
             group = await client.create_group({ref.mcp: ref.uri})

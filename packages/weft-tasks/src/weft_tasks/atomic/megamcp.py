@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from weft_tasks.atomic.execution import (
     StepRecord,
     TemplateError,
     ToolReturn,
+    call_value,
     extract,
     render,
     template_names,
@@ -38,9 +38,11 @@ async def megamcp_client(
     *,
     data_dir: Path | None = None,
     subprocess: bool = False,
+    workers: int = 0,
 ) -> AsyncIterator[Any]:
     """A `MegaMCPClient`: to the host at `url`, or to an embedded host started (and stopped) here
-    whose registry and object store live in `data_dir` (so the snapshots it stores outlive it)."""
+    whose registry and object store live in `data_dir` (so the snapshots it stores outlive it);
+    `workers` > 1 starts it as a prefork host in its own process."""
     try:
         from weft_megamcp.client import MegaMCPClient
         from weft_megamcp.host import MegaMCPHost
@@ -54,9 +56,11 @@ async def megamcp_client(
         finally:
             await _aclose(client)
         return
-    settings = MegaMCPSettings(data_dir=data_dir) if data_dir is not None else MegaMCPSettings()
+    settings = MegaMCPSettings(workers=workers)
+    if data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": data_dir})
     # a host in its own process serves calls while this process samples and grounds
-    async with MegaMCPHost.running(settings, subprocess=subprocess) as host:
+    async with MegaMCPHost.running(settings, subprocess=subprocess or workers > 1) as host:
         client = MegaMCPClient(host.url, host.admin_token)
         try:
             yield client
@@ -102,14 +106,9 @@ class GroupCaller:
 
 def to_return(res: CallResult) -> ToolReturn:
     """A CallResult as the reference engine reads it: structured content, else JSON text, else text."""
-    text = res.text
-    value = res.structured
-    if value is None and text:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = text
-    return ToolReturn(is_error=bool(res.is_error), value=value, text=text)
+    return ToolReturn(
+        is_error=bool(res.is_error), value=call_value(res.structured, res.text), text=res.text
+    )
 
 
 def file_sha256(path: Path) -> str:
@@ -153,8 +152,12 @@ class BatchedGroup:
         self.requests = 0
         self.calls = 0
 
-    async def send(self, ops: list[dict[str, Any]], *, close: bool = False) -> list[Any]:
-        """Run `ops` (batch op dicts) on the group, creating it first if needed; their steps."""
+    async def send(
+        self, ops: list[dict[str, Any]], *, close: bool = False, env: dict[str, Any] | None = None
+    ) -> list[Any]:
+        """Run `ops` (batch op dicts) on the group, creating it first if needed; their steps.
+        With `env`, the host fills call templates and binds (`BatchRequest.env`)."""
+        extra: dict[str, Any] = {} if env is None else {"env": env}
         if self.group_id is None:
             res = await self.client.run(
                 self.mcps,
@@ -165,9 +168,10 @@ class BatchedGroup:
                 close=close,
                 **({"snapshots": self.store} if self.store else {}),
                 **({"workspace_files": self.workspaces} if self.workspaces else {}),
+                **extra,
             )
         else:
-            res = await self.client.batch(self.group_id, ops, close=close)
+            res = await self.client.batch(self.group_id, ops, close=close, **extra)
         self.requests += 1
         self.group_id, self.closed = res.group_id, res.closed
         return list(res.steps)
@@ -178,6 +182,49 @@ class BatchedGroup:
             with contextlib.suppress(WeftRuntimeError):
                 await self.client.close(self.group_id)
             self.closed = True
+
+    def _record_step(
+        self, record: RunRecord, i: int, call: ReferenceCall, args: dict[str, Any], step: Any
+    ) -> bool:
+        """Record call `i`'s batch step as `execution.run_calls` would; False = it failed."""
+        self.calls += 1
+        rec = StepRecord(call.tool, args)
+        record.steps.append(rec)
+        rec.returned = (
+            to_return(step.call)
+            if step is not None and step.call is not None
+            else ToolReturn(
+                is_error=True, text=(step.error if step is not None else None) or "call not run"
+            )
+        )
+        if rec.returned.is_error:
+            rec.error = f"tool error: {rec.returned.text[:300]}"
+            record.failed_at = i
+            return False
+        for name, path in call.bind.items():
+            try:
+                record.env[name] = extract(rec.returned.value, path)
+            except KeyError:
+                rec.missing_binds.append(name)
+        return True
+
+    def read_calls(
+        self, calls: Sequence[ReferenceCall], env: Mapping[str, Any], steps: Iterator[Any]
+    ) -> RunRecord:
+        """The run record of `calls` from the steps a host-side run of them produced (a batch
+        with an env, see `chain_ops`): the same arguments, binds and stopping rule as
+        `run_calls`, read from the next steps of `steps`."""
+        record = RunRecord(env=dict(env))
+        for i, call in enumerate(calls):
+            try:
+                args = render(call.arguments, record.env)
+            except TemplateError as exc:
+                record.steps.append(StepRecord(call.tool, dict(call.arguments), error=str(exc)))
+                record.failed_at = i
+                return record
+            if not self._record_step(record, i, call, args, next(steps, None)):
+                return record
+        return record
 
     async def run_calls(
         self,
@@ -202,23 +249,8 @@ class BatchedGroup:
             ]
             steps = await self.send(ops + extra, close=close_after)
             for (i, call, args), step in zip(pending, steps, strict=False):
-                self.calls += 1
-                rec = StepRecord(call.tool, args)
-                record.steps.append(rec)
-                rec.returned = (
-                    to_return(step.call)
-                    if step.call is not None
-                    else ToolReturn(is_error=True, text=step.error or "call not run")
-                )
-                if rec.returned.is_error:
-                    rec.error = f"tool error: {rec.returned.text[:300]}"
-                    record.failed_at = i
+                if not self._record_step(record, i, call, args, step):
                     return []
-                for name, path in call.bind.items():
-                    try:
-                        record.env[name] = extract(rec.returned.value, path)
-                    except KeyError:
-                        rec.missing_binds.append(name)
             tail = steps[len(pending) :]
             pending.clear()
             binds.clear()

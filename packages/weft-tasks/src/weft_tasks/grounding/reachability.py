@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from weft_core.models import FINAL_CHECKPOINT, CheckOutcome, SnapshotRef, TaskGraph
+from weft_core.models import FINAL_CHECKPOINT, CheckOutcome, SnapshotRef, TaskGraph, TaskNode
 from weft_core.refs import address_digest, content_address
+from weft_core.templates import scoped
 from weft_megamcp.checkpoints.store import tar_workspace
 from weft_megamcp.seeding import SEED_WORKSPACE
 from weft_megamcp.service import GroupService
@@ -89,29 +90,18 @@ async def replay(
         workspaces={mcp_ids[m]: p for m, p in (workspaces or {}).items() if m in graph.mcps},
     )
     report = ReplayReport(passed=False)
+    outputs: dict[str, dict[str, Any]] = {}
     try:
-        outputs: dict[str, dict[str, Any]] = {}
+        # The whole reference solution and every checkpoint in one request: the host fills each
+        # call's templates and binds (so a value an upstream node created flows downstream
+        # host-side); the steps are read back node by node as the calls would have run one by one.
+        ops = replay_ops(graph, group.mcp_ids, probe=probe)
+        steps = iter(await group.send(ops, close=True, env={}))
         for n, node_id in enumerate(graph.order):
             node = graph.node(node_id)
-            env: dict[str, Any] = {}
-            for i in node.inputs:
-                if (
-                    i.source == "upstream"
-                    and i.from_node in outputs
-                    and i.from_output in outputs[i.from_node]
-                ):
-                    env[i.name] = outputs[i.from_node][i.from_output]
-                elif i.source != "retrieved":
-                    env[i.name] = i.value
-            last = n == len(graph.order) - 1
-            # The node's calls and its checkpoint in one batch; the last node's batch also
-            # freezes, runs the final checks and closes the group. Only the verdicts are read,
-            # so no state diff is computed.
-            then = [] if probe else [{"op": "verify", "checkpoint": node_id, "diff": False}]
-            then += [{"op": "verify"}] if last and not probe else []
-            run, tail = await group.run_calls(
-                node.task.mcp, node.task.reference_calls, env, then=then, close=last
-            )
+            env = _node_env(node, outputs)
+            next(steps, None)  # the node's set op
+            run = group.read_calls(node.task.reference_calls, env, steps)
             if not run.ok:
                 report.nodes.append(NodeReplay(node=node_id, passed=False, error=run.diagnostic))
                 return report
@@ -119,9 +109,10 @@ async def replay(
             if probe:
                 report.nodes.append(NodeReplay(node=node_id, passed=True))
                 continue
-            res = tail[0].verification if tail else None
+            step = next(steps, None)
+            res = step.verification if step is not None else None
             if res is None:
-                error = (tail[0].error if tail else None) or "checkpoint not verified"
+                error = (step.error if step is not None else None) or "checkpoint not verified"
                 report.nodes.append(NodeReplay(node=node_id, passed=False, error=error))
                 return report
             report.nodes.append(
@@ -134,10 +125,11 @@ async def replay(
             )
             if not report.nodes[-1].passed:
                 return report
-            if last:
-                final = tail[1].verification if len(tail) > 1 else None
+            if n == len(graph.order) - 1:
+                step = next(steps, None)
+                final = step.verification if step is not None else None
                 if final is None:
-                    why = (tail[1].error if len(tail) > 1 else None) or "final checks not run"
+                    why = (step.error if step is not None else None) or "final checks not run"
                     report.nodes.append(NodeReplay(node=FINAL_CHECKPOINT, passed=False, error=why))
                     return report
                 report.final_passing = [o.check_id for o in final.outcomes if o.passed]
@@ -148,6 +140,68 @@ async def replay(
         report.requests = group.requests
         report.outputs = outputs
         await group.close()
+
+
+def _node_env(node: TaskNode, outputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A node's values before its calls: what the user gives and what upstream nodes output."""
+    env: dict[str, Any] = {}
+    for i in node.inputs:
+        if (
+            i.source == "upstream"
+            and i.from_node in outputs
+            and i.from_output in outputs[i.from_node]
+        ):
+            env[i.name] = outputs[i.from_node][i.from_output]
+        elif i.source != "retrieved":
+            env[i.name] = i.value
+    return env
+
+
+def _scope(position: int) -> str:
+    return f"__n{position}__"
+
+
+def replay_ops(graph: TaskGraph, mcp_ids: dict[str, str], *, probe: bool) -> list[dict[str, Any]]:
+    """The batch ops of a graph's replay, for a batch with an env: per node a `set` op (its given
+    inputs, and references to the upstream outputs it takes), its calls with their templates and
+    binds scoped to the node, and (unless `probe`) its checkpoint; the last node's checkpoint is
+    followed by the final checks. What `_node_env` computes client-side, the host computes
+    from the same results."""
+    position = {node_id: k for k, node_id in enumerate(graph.order)}
+    ops: list[dict[str, Any]] = []
+    for k, node_id in enumerate(graph.order):
+        node = graph.node(node_id)
+        scope = _scope(k)
+        values: dict[str, Any] = {}
+        refs: dict[str, str] = {}
+        for i in node.inputs:
+            if i.source != "retrieved":
+                values[scope + i.name] = i.value
+            upstream = position.get(i.from_node or "")
+            if (
+                i.source == "upstream"
+                and upstream is not None
+                and upstream < k
+                and i.from_output in graph.node(graph.order[upstream]).outcomes
+            ):
+                refs[scope + i.name] = _scope(upstream) + str(i.from_output)
+        ops.append({"op": "set", "values": values, "refs": refs})
+        mcp = mcp_ids.get(node.task.mcp, node.task.mcp)
+        for call in node.task.reference_calls:
+            ops.append(
+                {
+                    "op": "call",
+                    "mcp": mcp,
+                    "tool": call.tool,
+                    "arguments": scoped(call.arguments, scope),
+                    "bind": {scope + name: path for name, path in call.bind.items()},
+                }
+            )
+        if not probe:
+            ops.append({"op": "verify", "checkpoint": node_id, "diff": False})
+    if not probe and graph.order:
+        ops.append({"op": "verify"})
+    return ops
 
 
 def write_snapshots(
