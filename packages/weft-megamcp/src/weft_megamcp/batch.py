@@ -118,7 +118,7 @@ async def run_group(core: HostCore, req: RunRequest) -> BatchResult:
             if key not in mcps:
                 raise MegaMCPUserError(f"snapshot for {key!r}, which the group does not name")
             mcp_id = key.partition("@")[0]
-            core.registry.get(mcp_id)
+            core.registry.require_registered(mcp_id)
             mcps[key] = core.registry.put_snapshot(mcp_id, path).uri
         create = create.model_copy(update={"mcps": mcps})
     if req.workspace_files:
