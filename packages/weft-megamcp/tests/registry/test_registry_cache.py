@@ -57,6 +57,8 @@ async def test_an_exact_version_is_read_once(registry: Registry, bundle_dir: Pat
     assert sql.n == 0
     registry.require_registered(rec.mcp_id)
     assert sql.n == 0
+    assert registry.get(rec.mcp_id) == rec  # the latest: one query for its number, no row
+    assert sql.n == 1
 
 
 async def test_a_record_a_caller_holds_cannot_be_changed(registry: Registry, bundle_dir: Path):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, desc, event, func
+from sqlalchemy import Engine, event, func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, create_engine, select
 
@@ -291,23 +291,27 @@ class Registry:
         if version is not None and not 1 <= version <= _MAX_VERSION:
             # Outside what the DB column holds: no such version (not an overflow in the driver).
             raise NotFoundError(f"MCP {mcp_id!r} version {str(version)[:20]} is not registered")
-        if version is not None:
-            with self._cache_lock:
-                cached = self._records.get((mcp_id, version))
-                if cached is not None:
-                    self._records.move_to_end((mcp_id, version))
-                    return cached
+        if version is None:
+            # Which version is the latest is asked of the DB every time (another process may
+            # have registered one); the record itself then usually comes from the cache, which
+            # saves fetching the row and building its record (tool specs) on every group.
+            latest = self._next_version(mcp_id) - 1
+            if latest < 1:
+                raise NotFoundError(f"MCP {mcp_id!r} is not registered")
+            version = latest
+        with self._cache_lock:
+            cached = self._records.get((mcp_id, version))
+            if cached is not None:
+                self._records.move_to_end((mcp_id, version))
+                return cached
         with Session(self.engine) as s:
-            q = select(MCPVersionRow).where(MCPVersionRow.mcp_id == mcp_id)
-            q = (
-                q.where(MCPVersionRow.version == version)
-                if version
-                else q.order_by(desc(col(MCPVersionRow.version)))
-            )
-            row = s.exec(q).first()
+            row = s.exec(
+                select(MCPVersionRow).where(
+                    MCPVersionRow.mcp_id == mcp_id, MCPVersionRow.version == version
+                )
+            ).first()
             if row is None:
-                what = f"MCP {mcp_id!r}" + (f" version {version}" if version else "")
-                raise NotFoundError(f"{what} is not registered")
+                raise NotFoundError(f"MCP {mcp_id!r} version {version} is not registered")
             return self._remember(row.record())
 
     def require_registered(self, mcp_id: str) -> None:
