@@ -115,3 +115,20 @@ async def test_cap_and_off_switch(tmp_path: Path, bundle_dir: Path) -> None:
                 assert len(contact.inserts) == 1 and contact.omitted == {"inserts": 2}
                 assert contact.counts()["inserts"] == 3
             await client.close(group)
+
+
+async def test_checkpoint_copies_are_removed_and_are_the_state_at_the_checkpoint(
+    host: MegaMCPHost, client: MegaMCPClient, notes: MCPRecord
+) -> None:
+    """Each verification reads its own copy (diff on or off), and none outlives it."""
+    assert host.core is not None
+    m = notes.mcp_id
+    grace = RowExists(id="grace", table="contact", where={"name": "Grace"})
+    verifier = Verifier(checkpoints={"before": [grace], "after": [grace]})
+    group = await client.create_group([m], verifier=verifier)
+    assert not (await client.checkpoint_verify(group, "before")).passed
+    await client.call_tool(group, m, "add_contact", {"name": "Grace", "email": "g@x.y"})
+    assert (await client.checkpoint_verify(group, "after")).passed
+    host.core.manager.diff_max_rows = 0
+    assert (await client.checkpoint_verify(group, "after")).passed
+    assert not list(host.core.manager.data_dir.glob("megamcp-ckpt-*"))

@@ -166,6 +166,11 @@ class HostedGroup:
     reload_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # One checkpoint verification at a time: each moves the session's diff baselines along.
     checkpoint_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Created and closed by one request (`POST /admin/runs` with close): its state is discarded
+    # when the request ends and no write of it is acknowledged before that, so its mutations
+    # schedule no write-behind checkpoints (explicit flushes, hand-over and eviction still
+    # checkpoint it). Not persisted: a group adopted after a crash checkpoints as usual.
+    ephemeral: bool = False
 
     def touch(self) -> None:
         self.last_used = time.monotonic()

@@ -160,12 +160,12 @@ def build_admin(core: AdminCore) -> FastAPI:
 
     @r.post("/mcps/{mcp_id}/snapshots")
     async def put_snapshot(mcp_id: str, req: SnapshotRequest) -> SnapshotRecord:
-        core.registry.get(mcp_id)
+        core.registry.require_registered(mcp_id)
         return core.registry.put_snapshot(mcp_id, req.path)
 
     @r.post("/mcps/{mcp_id}/workspaces")
     async def put_workspace(mcp_id: str, req: SnapshotRequest) -> SnapshotRecord:
-        core.registry.get(mcp_id)
+        core.registry.require_registered(mcp_id)
         return await asyncio.to_thread(core.registry.put_workspace, mcp_id, req.path)
 
     @r.post("/verifiers")

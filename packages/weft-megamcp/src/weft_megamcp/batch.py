@@ -155,7 +155,7 @@ async def run_group(core: HostCore, req: RunRequest) -> BatchResult:
             if key not in mcps:
                 raise MegaMCPUserError(f"snapshot for {key!r}, which the group does not name")
             mcp_id = key.partition("@")[0]
-            core.registry.get(mcp_id)
+            core.registry.require_registered(mcp_id)
             mcps[key] = core.registry.put_snapshot(mcp_id, path).uri
         create = create.model_copy(update={"mcps": mcps})
     if req.workspace_files:
@@ -164,10 +164,14 @@ async def run_group(core: HostCore, req: RunRequest) -> BatchResult:
             if key not in create.mcps:
                 raise MegaMCPUserError(f"workspace for {key!r}, which the group does not name")
             mcp_id = key.partition("@")[0]
-            core.registry.get(mcp_id)
+            core.registry.require_registered(mcp_id)
             workspaces[key] = core.registry.put_workspace(mcp_id, path).uri
         create = create.model_copy(update={"workspaces": workspaces})
     handle = await core.create_group(create)
+    if req.close:
+        # Nobody else holds its tokens and it is deleted before this request answers: a
+        # write-behind checkpoint of it would be uploaded only to be deleted at the close.
+        core.manager.get(handle.group_id).ephemeral = True
     out = await run_batch(core, handle.group_id, req)
     out.handle = handle
     return out

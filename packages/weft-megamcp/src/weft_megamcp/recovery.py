@@ -160,6 +160,8 @@ class SessionRecovery:
         return ck
 
     def _on_mutation(self, group: HostedGroup, session: HostedSession) -> None:
+        if group.ephemeral:
+            return  # discarded at its close; `_catch_up` checkpoints it if someone asks
         ck = self.checkpointers.get(session.session_id)
         if ck is None or ck.failure is not None:
             # Taking a lease is storage I/O: do it off the event loop, then notify.
@@ -204,10 +206,20 @@ class SessionRecovery:
             if s.state_version > 0:
                 self._on_mutation(group, s)
 
+    async def _catch_up(self, group: HostedGroup, s: HostedSession) -> DebouncedCheckpointer | None:
+        """The session's checkpointer, told of every write: an ephemeral group's writes
+        scheduled none, so an explicit flush (checkpoint request, graceful stop) notifies them."""
+        await self._settle(s.session_id)
+        ck = self.checkpointers.get(s.session_id)
+        if group.ephemeral and s.state_version > 0 and (ck is None or ck.version < s.state_version):
+            if ck is None or ck.failure is not None:
+                ck = self._checkpointer(s)
+            self._notify(ck, s)
+        return ck
+
     async def flush(self, group: HostedGroup) -> None:
         for s in group.sessions.values():
-            await self._settle(s.session_id)
-            ck = self.checkpointers.get(s.session_id)
+            ck = await self._catch_up(group, s)
             if ck is not None:
                 await ck.flush()
 
@@ -217,8 +229,7 @@ class SessionRecovery:
         """Wait until every session's current state version is in a published checkpoint."""
         out = {}
         for m, s in group.sessions.items():
-            await self._settle(s.session_id)
-            ck = self.checkpointers.get(s.session_id)
+            ck = await self._catch_up(group, s)
             if ck is not None and s.state_version > 0:
                 await ck.wait_durable(s.state_version, timeout)
             out[m] = s.state_version

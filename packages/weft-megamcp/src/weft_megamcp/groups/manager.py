@@ -8,8 +8,8 @@ Tenancy binds on the per-session bearer token; tokens are stored only as sha256.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from weft_core.models import FINAL_CHECKPOINT, Verifier
@@ -177,14 +177,20 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         group = self.get(group_id)
         self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
         await self._ensure_loaded(group)
-        with tempfile.TemporaryDirectory(prefix="megamcp-ckpt-", dir=self.data_dir) as tmp:
-            copies: dict[str, Path] = {}
-            files: dict[str, WorkspaceState] = {}
-            async with group.checkpoint_lock:
+        copies: dict[str, Path] = {}
+        files: dict[str, WorkspaceState] = {}
+        # A fixed folder per live group object instead of a TemporaryDirectory (which cost more
+        # than the copies): created and removed here under the group's checkpoint_lock, and
+        # named by process and object, so no other verification (another worker's after a
+        # hand-over, this one's after a re-adoption) can write it while this verifier reads.
+        scratch = self.data_dir / f"megamcp-ckpt-{group.group_id}-{os.getpid()}-{id(group):x}"
+        async with group.checkpoint_lock:
+            try:
                 async with await self._quiesce(group):
                     for m, s in group.sessions.items():
                         if s.db_path.exists():
-                            copies[m] = Path(tmp) / f"{m}.sqlite"
+                            scratch.mkdir(exist_ok=True)
+                            copies[m] = scratch / f"{m}.sqlite"
                             shutil.copyfile(s.db_path, copies[m])
                         if diff:
                             files[m] = await asyncio.to_thread(capture_files, s)
@@ -196,6 +202,14 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
                 return result.model_copy(
                     update={"state_diff": await self._state_diff(group, checkpoint, copies, files)}
                 )
+            finally:
+                for copy in copies.values():  # the diff moved its copies away already
+                    copy.unlink(missing_ok=True)
+                if copies:
+                    try:
+                        scratch.rmdir()
+                    except OSError:  # something beside the copies (a journal): all of it goes
+                        shutil.rmtree(scratch, ignore_errors=True)
 
     async def _state_diff(
         self,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlalchemy.orm import registry
 from sqlmodel import Field as SQLField
@@ -22,7 +22,14 @@ class MCPKind(StrEnum):
 
 
 class MCPRecord(BaseModel):
-    """One registered version of an MCP server."""
+    """One registered version of an MCP server.
+
+    Frozen because the Registry caches records by (mcp_id, version) and hands the same object
+    to every caller (a version's row is immutable). The nested `tools` and `metadata` are
+    read-only by contract as well: derive a changed record with `model_copy(deep=True)`.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     mcp_id: str
     version: int
@@ -41,6 +48,9 @@ class MCPRecord(BaseModel):
 
 
 class SnapshotRecord(BaseModel):
+    # Frozen: the Registry caches records of content-addressed snapshots by URI.
+    model_config = ConfigDict(frozen=True)
+
     uri: str
     mcp_id: str
     sha256: str

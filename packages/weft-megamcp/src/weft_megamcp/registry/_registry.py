@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
+from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Engine, desc, event, func
+from sqlalchemy import Engine, event, func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, create_engine, select
 
@@ -69,6 +71,10 @@ def make_engine(url: str) -> Engine:
 
 
 _MAX_VERSION = 2**31 - 1
+# Cached records per Registry: far more than a host serves versions / initial DBs at once, and
+# small (an MCPRecord is its tool list; a SnapshotRecord five fields).
+_RECORD_CACHE_MAX = 1024
+_SNAPSHOT_CACHE_MAX = 65536
 
 
 def check_verifier_content(content: bytes) -> Verifier:
@@ -92,6 +98,13 @@ class Registry:
 
     Registering identical content again returns the existing version; changed content gets the
     next version. Sources, seeds, snapshots and verifiers are blobs in the object store.
+
+    Rows are never updated or deleted, which is what the in-process caches rely on: a
+    version's record (`get(mcp_id, version)`), the set of registered MCP ids
+    (`require_registered`) and the records of snapshots stored through this instance
+    (`put_snapshot`). Cached records are shared objects: frozen, and read-only by contract.
+    Anything that may have changed in another process sharing the DB (the latest version, an
+    id not seen yet) is still asked of the DB.
     """
 
     def __init__(
@@ -115,6 +128,20 @@ class Registry:
         self.register_timeout_s = register_timeout_s
         self.engine = make_engine(url)
         METADATA.create_all(self.engine)
+        # Creation runs on worker threads (asyncio.to_thread): the caches take a lock.
+        self._cache_lock = threading.Lock()
+        self._records: OrderedDict[tuple[str, int], MCPRecord] = OrderedDict()
+        self._known_ids: set[str] = set()
+        self._snapshots: OrderedDict[str, SnapshotRecord] = OrderedDict()
+
+    def _remember(self, record: MCPRecord) -> MCPRecord:
+        with self._cache_lock:
+            self._known_ids.add(record.mcp_id)
+            self._records[(record.mcp_id, record.version)] = record
+            self._records.move_to_end((record.mcp_id, record.version))
+            if len(self._records) > _RECORD_CACHE_MAX:
+                self._records.popitem(last=False)
+        return record
 
     def close(self) -> None:
         self.engine.dispose()
@@ -237,7 +264,7 @@ class Registry:
                     )
                     continue
                 s.refresh(row)
-                return row.record()
+                return self._remember(row.record())
         raise RegistrationError(
             f"could not allocate a version for {row.mcp_id!r}"
         )  # pragma: no cover
@@ -249,7 +276,7 @@ class Registry:
                     MCPVersionRow.mcp_id == mcp_id, MCPVersionRow.source_hash == source_hash
                 )
             ).first()
-            return row.record() if row else None
+            return self._remember(row.record()) if row else None
 
     def _next_version(self, mcp_id: str) -> int:
         with Session(self.engine) as s:
@@ -259,21 +286,41 @@ class Registry:
             return int(current or 0) + 1
 
     def get(self, mcp_id: str, version: int | None = None) -> MCPRecord:
+        """A version of an MCP (the latest without `version`). The returned record may be shared
+        with other callers: do not mutate it (it is frozen; its containers are read-only)."""
         if version is not None and not 1 <= version <= _MAX_VERSION:
             # Outside what the DB column holds: no such version (not an overflow in the driver).
             raise NotFoundError(f"MCP {mcp_id!r} version {str(version)[:20]} is not registered")
+        if version is None:
+            # Which version is the latest is asked of the DB every time (another process may
+            # have registered one); the record itself then usually comes from the cache, which
+            # saves fetching the row and building its record (tool specs) on every group.
+            latest = self._next_version(mcp_id) - 1
+            if latest < 1:
+                raise NotFoundError(f"MCP {mcp_id!r} is not registered")
+            version = latest
+        with self._cache_lock:
+            cached = self._records.get((mcp_id, version))
+            if cached is not None:
+                self._records.move_to_end((mcp_id, version))
+                return cached
         with Session(self.engine) as s:
-            q = select(MCPVersionRow).where(MCPVersionRow.mcp_id == mcp_id)
-            q = (
-                q.where(MCPVersionRow.version == version)
-                if version
-                else q.order_by(desc(col(MCPVersionRow.version)))
-            )
-            row = s.exec(q).first()
+            row = s.exec(
+                select(MCPVersionRow).where(
+                    MCPVersionRow.mcp_id == mcp_id, MCPVersionRow.version == version
+                )
+            ).first()
             if row is None:
-                what = f"MCP {mcp_id!r}" + (f" version {version}" if version else "")
-                raise NotFoundError(f"{what} is not registered")
-            return row.record()
+                raise NotFoundError(f"MCP {mcp_id!r} version {version} is not registered")
+            return self._remember(row.record())
+
+    def require_registered(self, mcp_id: str) -> None:
+        """NotFoundError unless some version of `mcp_id` is registered. An id once registered
+        stays so; one not seen here is asked of the DB (another process may have registered it)."""
+        with self._cache_lock:
+            if mcp_id in self._known_ids:
+                return
+        self.get(mcp_id)
 
     def list_latest(self) -> list[MCPRecord]:
         """The latest version of every MCP."""
@@ -345,8 +392,14 @@ class Registry:
             if fh.read(16) != b"SQLite format 3\x00":
                 raise RegistrationError(f"snapshot {p}: not a SQLite database")
         sha = file_sha256(p)
-        self.store.put_file(p, sha)
         uri = self.store.uri(sha)
+        with self._cache_lock:
+            known = self._snapshots.get(uri)
+        if known is not None:
+            # Content-addressed and never deleted: this instance already stored the blob and
+            # its row, and the row (first mcp_id, size, time) is what the DB would answer.
+            return known
+        self.store.put_file(p, sha)
         with Session(self.engine) as s:
             row = s.get(SnapshotRow, uri)
             if row is None:
@@ -359,13 +412,18 @@ class Registry:
                     row = s.get(SnapshotRow, uri)
                     assert row is not None
                 s.refresh(row)
-            return SnapshotRecord(
+            record = SnapshotRecord(
                 uri=row.uri,
                 mcp_id=row.mcp_id,
                 sha256=row.sha256,
                 size=row.size,
                 created_at=row.created_at,
             )
+        with self._cache_lock:
+            self._snapshots[uri] = record
+            if len(self._snapshots) > _SNAPSHOT_CACHE_MAX:
+                self._snapshots.popitem(last=False)
+        return record
 
     def snapshot_file(self, uri: str) -> tuple[Path, str]:
         """(local read-only path, sha256) of a snapshot URI."""
