@@ -145,7 +145,7 @@ class HostCore:
         return {"groups": len(self.manager.groups), **report}
 
     def metrics_text(self) -> str:
-        sessions = sum(len(g.sessions) for g in self.manager.groups.values())
+        sessions = sum(len(g.sessions) for g in list(self.manager.groups.values()))
         return render_prometheus(
             self.metrics.report(), gauges={"groups": len(self.manager.groups), "sessions": sessions}
         )

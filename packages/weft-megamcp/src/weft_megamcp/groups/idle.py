@@ -63,7 +63,7 @@ class IdleGroups(GroupCore):
             return
         in_use = {
             (s.mcp_id, s.version)
-            for g in self.groups.values()
+            for g in list(self.groups.values())  # creation adds groups from threads
             if g.runtime == RuntimeState.LOADED
             for s in g.sessions.values()
             if not s.dedicated
@@ -95,6 +95,6 @@ class IdleGroups(GroupCore):
         now = time.monotonic()
         return [
             g
-            for g in self.groups.values()
+            for g in list(self.groups.values())  # creation adds groups from threads
             if g.runtime == state and now - g.last_used > older_than_s
         ]

@@ -129,11 +129,15 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
             mcp_id, _, version = key.rpartition("@")
             rec = next(r for r in records if r.mcp_id == mcp_id and r.version == int(version))
             cap = session_cap(rec.metadata.get("screen") or {}, self.screening)
-            if cap is None:
+            # A group holds at most one session per MCP id, so fewer groups than the cap leave
+            # room without counting (creation runs in threads: counting 1,000 groups per
+            # creation was quadratic work at rollout scale).
+            groups = list(self.groups.values())  # a copy: other threads add and remove groups
+            if cap is None or len(groups) + n <= cap:
                 continue
             serving = sum(
                 1
-                for g in self.groups.values()
+                for g in groups
                 if g.status != GroupStatus.CLOSED
                 for s in g.sessions.values()
                 if not s.dedicated and s.mcp_id == mcp_id and s.version == rec.version
