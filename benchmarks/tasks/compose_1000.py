@@ -102,8 +102,10 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         sources = [Path(b) for b in args.bundles] or [synthesize_examples(out / "bundles")]
         dirs = bundle_dirs(sources)
     result: dict[str, object] = {"n": args.n, "bundles": len(dirs)}
+    # `workers` only when asked: a --before child runs older weft-tasks without that argument
+    host = {"workers": args.host_workers} if args.host_workers > 1 else {}
     async with megamcp_client(
-        data_dir=out / ".megamcp", subprocess=args.subprocess_host, workers=args.host_workers
+        data_dir=out / ".megamcp", subprocess=args.subprocess_host, **host
     ) as client:
         t0 = time.perf_counter()
         validator = MegaMCPValidator(client, concurrency=settings.concurrency)
