@@ -28,6 +28,7 @@ from weft_tasks.atomic.execution import (
     render,
     template_names,
 )
+from weft_tasks.atomic.execution import run_calls as run_reference_calls
 from weft_tasks.exceptions import ExecutionError
 
 
@@ -119,6 +120,22 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+class _Replayed:
+    """A `ToolCaller` answering each call with the next step of a host-side run."""
+
+    def __init__(self, steps: Iterator[Any]) -> None:
+        self.steps = steps
+        self.served = 0
+
+    async def call(self, mcp: str, tool: str, arguments: dict[str, Any]) -> ToolReturn:
+        self.served += 1
+        step = next(self.steps, None)
+        if step is None or step.call is None:
+            why = step.error if step is not None else None
+            return ToolReturn(is_error=True, text=why or "call not run")
+        return to_return(step.call)
+
+
 class BatchedGroup:
     """A MegaMCP session group driven in batches: the first request creates it, each request
     carries as many reference calls as their binds allow plus the checks that follow them, and
@@ -208,22 +225,16 @@ class BatchedGroup:
                 rec.missing_binds.append(name)
         return True
 
-    def read_calls(
+    async def read_calls(
         self, calls: Sequence[ReferenceCall], env: Mapping[str, Any], steps: Iterator[Any]
     ) -> RunRecord:
         """The run record of `calls` from the steps a host-side run of them produced (a batch
-        with an env, see `chain_ops`): the same arguments, binds and stopping rule as
-        `run_calls`, read from the next steps of `steps`."""
-        record = RunRecord(env=dict(env))
-        for i, call in enumerate(calls):
-            try:
-                args = render(call.arguments, record.env)
-            except TemplateError as exc:
-                record.steps.append(StepRecord(call.tool, dict(call.arguments), error=str(exc)))
-                record.failed_at = i
-                return record
-            if not self._record_step(record, i, call, args, next(steps, None)):
-                return record
+        with an env, see `grounding.reachability.replay_ops`): `execution.run_calls` itself,
+        each call answered by the next of `steps`, so arguments, binds and the stopping rule
+        are those of a call-by-call run."""
+        replayed = _Replayed(steps)
+        record = await run_reference_calls(replayed, "", calls, env)
+        self.calls += replayed.served
         return record
 
     async def run_calls(

@@ -101,7 +101,7 @@ async def replay(
             node = graph.node(node_id)
             env = _node_env(node, outputs)
             next(steps, None)  # the node's set op
-            run = group.read_calls(node.task.reference_calls, env, steps)
+            run = await group.read_calls(node.task.reference_calls, env, steps)
             if not run.ok:
                 report.nodes.append(NodeReplay(node=node_id, passed=False, error=run.diagnostic))
                 return report
