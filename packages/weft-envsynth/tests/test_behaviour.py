@@ -187,3 +187,16 @@ def test_documented_fields_are_answered_types_reported_not_failing(tmp_path: Pat
     assert cert["behaviour"]["advisory"] == ["behaviour_documented_types"]
     assert any("id is str, not integer" in f for f in cert["behaviour"]["failures"])
     assert not any("lacks documented fields" in f for f in cert["behaviour"]["failures"])
+
+
+def test_a_backend_ignoring_the_lifecycle_fails_validation(tmp_path: Path, example) -> None:
+    spec = example("orders")
+    good = _validate(tmp_path / "good", spec)
+    assert good.failing_tools() == {}
+    assert any(
+        c.tool == "cancel_order" and c.name == "boundary_transition" and c.passed
+        for c in good.checks
+    )
+    # The route cancels whatever order it is given, a shipped or refunded one too.
+    report = _validate(tmp_path / "bad", spec, ("cancel_order", "['pending', 'paid']", "[]"))
+    assert "boundary_transition" in _failed(report, "cancel_order")

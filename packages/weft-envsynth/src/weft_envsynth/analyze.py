@@ -20,10 +20,10 @@ from weft_core.models import (
     MCPSpec,
     Relation,
     StateKind,
-    StateTransition,
     ToolSpec,
 )
 from weft_core.models.env import Operation
+from weft_envsynth import lifecycle
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import field_type, schema_type, string_enum
 from weft_envsynth.amounts import (
@@ -597,37 +597,10 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                     "balance", {"type": "number"}, description="Balance the amounts move."
                 )
 
-    # Status transitions of `action` tools.
-    transitions: dict[str, list[StateTransition]] = {}
-    for t in spec.tools:
-        op, verb = ops[t.name]
-        ent = tool_entity[t.name]
-        if op != "action" or ent is None or verb is None:
-            continue
-        d = drafts[ent]
-        to_value = W.TRANSITION_VERBS.get(verb, f"{verb}ed")
-        status_field = next((f for f in ("status", "state", "stage") if f in d.fields), "status")
-        f = d.fields.get(status_field)
-        if f is None or f.type != "string":
-            d.fields[status_field] = EntityField(
-                name=status_field, type="string", enum=["open"], description="Lifecycle state."
-            )
-            f = d.fields[status_field]
-        enum = list(f.enum or [])
-        match = next(
-            (v for v in enum if v.lower() in {to_value, to_value.replace("ll", "l")}), None
-        )
-        if match is None:
-            match = to_value
-            enum.append(to_value)
-        d.fields[status_field] = f.model_copy(update={"enum": enum})
-        transitions.setdefault(t.name, []).append(
-            StateTransition(entity=ent, field=status_field, to_value=match)
-        )
-    for _tool, trs in transitions.items():
-        for tr in trs:
-            enum = drafts[tr.entity].fields[tr.field].enum or []
-            tr.from_values = [v for v in enum if v != tr.to_value]
+    # Status transitions of `action` tools, with the states each may leave.
+    transitions = lifecycle.status_transitions(
+        spec, ops, tool_entity, {n: d.fields for n, d in drafts.items()}
+    )
 
     # A reference holds its entity's key. A key no argument of its own types takes the type of
     # the numbers that reference it (`chapter_no` -> an integer chapter key); a key typed by the
@@ -794,6 +767,14 @@ def check_analysis(spec: MCPSpec, analysis: Analysis) -> list[str]:
                     problems.append(
                         f"tool {eff.tool!r}: {tr.to_value!r} is not a value of {tr.entity}.{tr.field}"
                     )
+                unknown = [v for v in tr.from_values if f.enum and v not in f.enum]
+                if unknown:
+                    problems.append(
+                        f"tool {eff.tool!r}: {unknown[0]!r} (a state it leaves) is not a value "
+                        f"of {tr.entity}.{tr.field}"
+                    )
+                if tr.to_value is not None and tr.to_value in tr.from_values:
+                    problems.append(f"tool {eff.tool!r}: leaves {tr.to_value!r} for itself")
     return problems
 
 

@@ -655,16 +655,32 @@ class _Validator(
                 break
         if contract.operation == "action" and contract.transitions and key_arg:
             tr = contract.transitions[0]
-            done = [r for r in state.get(ent.name, {}).values() if r.get(tr.field) == tr.to_value]
-            if done:
-                args = self.build_args(tool, contract, done[0], state, required_only=True)
+            rows = list(state.get(ent.name, {}).values())
+            # Already there, and (the lifecycle) in a state this transition does not leave.
+            for name, barred in (
+                ("boundary_precondition", [r for r in rows if r.get(tr.field) == tr.to_value]),
+                (
+                    "boundary_transition",
+                    [
+                        r
+                        for r in rows
+                        if tr.from_values
+                        and r.get(tr.field) not in {tr.to_value, None, *tr.from_values}
+                    ],
+                ),
+            ):
+                args = (
+                    self.build_args(tool, contract, barred[0], state, required_only=True)
+                    if barred
+                    else None
+                )
                 if args is not None:
                     await self.expect_error(
                         tool,
-                        "boundary_precondition",
+                        name,
                         args,
                         "mapping",
-                        f"a {ent.name} already {tr.to_value}",
+                        f"a {ent.name} {barred[0].get(tr.field)!r} cannot become {tr.to_value!r}",
                     )
         if contract.operation == "create":
             uniq = [

@@ -26,6 +26,7 @@ BEHAVIOUR_BOUNDARIES = {
     "boundary_unknown_id",
     "boundary_unknown_reference",
     "boundary_precondition",
+    "boundary_transition",
 }
 
 
