@@ -44,6 +44,8 @@ class BundleShape:
         self.lookups = 0
         self.computed = 0
         self.multi_entity = 0
+        self.transitions = 0
+        self.lifecycle = 0  # transitions that leave fewer states than "any other value"
 
     def count(self, bundle: Path) -> None:
         try:
@@ -58,6 +60,11 @@ class BundleShape:
         )
         self.bundles += 1
         self.with_relation += bool(entities.get("relations") or has_fk)
+        enums = {
+            (e["name"], f["name"]): f.get("enum") or []
+            for e in entities.get("entities", [])
+            for f in e.get("fields", [])
+        }
         semantics = validation.get("tool_semantics")
         for c in contracts:
             self.tools += 1
@@ -68,6 +75,10 @@ class BundleShape:
             self.computed += kind == "compute"
             touched = {x.split(".")[0] for x in [*c.get("reads", []), *c.get("writes", [])]}
             self.multi_entity += len(touched - {"workspace"}) > 1
+            for tr in c.get("transitions", []):
+                states = enums.get((tr.get("entity"), tr.get("field")), [])
+                self.transitions += 1
+                self.lifecycle += 0 < len(tr.get("from_values") or states) < len(states) - 1
 
     def figures(self) -> dict[str, float]:
         t, b = max(1, self.tools), max(1, self.bundles)
@@ -76,6 +87,10 @@ class BundleShape:
             "tools_computed_pct": round(100 * self.computed / t, 1),
             "bundles_with_relation_pct": round(100 * self.with_relation / b, 1),
             "tools_touching_several_entities_pct": round(100 * self.multi_entity / t, 1),
+            "transitions": self.transitions,
+            "transitions_with_lifecycle_pct": round(
+                100 * self.lifecycle / max(1, self.transitions), 1
+            ),
         }
 
     def rows(self) -> list[tuple[str, str]]:
@@ -85,6 +100,10 @@ class BundleShape:
             ("tools computed from their arguments", f"{f['tools_computed_pct']}%"),
             ("bundles with at least one relation", f"{f['bundles_with_relation_pct']}%"),
             ("tools touching more than one entity", f"{f['tools_touching_several_entities_pct']}%"),
+            (
+                "status transitions refusing some other state",
+                f"{f['transitions_with_lifecycle_pct']}% of {f['transitions']}",
+            ),
         ]
 
 
