@@ -37,6 +37,7 @@ from weft_envsynth.bindmodel import (
 )
 from weft_envsynth.contracts import contracts
 from weft_envsynth.graph import build_envsynth_graph
+from weft_envsynth.graphsem import GraphSemantics
 from weft_envsynth.schema import schema_programmatic
 from weft_envsynth.state import EnvSynthContext, EnvSynthState
 
@@ -558,3 +559,64 @@ def test_without_a_model_nothing_changes(helpdesk_bundle: Path, tmp_path: Path) 
     old = analyze_programmatic(MIXED).model_dump(mode="json", exclude={"bindings"})
     assert Analysis.model_validate(old).bindings is None
     assert ToolBindings() == ToolBindings.model_validate_json(ToolBindings().model_dump_json())
+
+
+# A memory server whose reads the rules do not take for reads of the records (their names
+# neither name a kind nor the graph, and they document no output): no record graph by the rules.
+MEMO = MCPSpec(
+    name="memo",
+    tools=[
+        GRAPH.tool("create_entities"),
+        GRAPH.tool("add_observations"),
+        _tool("recall", "Everything remembered so far", {}, [], {"readOnlyHint": True}),
+    ],
+)
+
+
+def test_a_model_bound_record_graph_takes_imported_state(tmp_path: Path) -> None:
+    assert rule_bindings(MEMO).graph.tools == {}
+    right = _rules_answer(GRAPH)
+    tools = [b for b in right.tools if b.tool in {"create_entities", "add_observations"}]
+    answer = BindingAnswer(
+        tools=[
+            *tools,
+            ToolBinding(tool="recall", family="graph", graph=GraphSemantics(verb="read_all")),
+        ],
+        kinds=right.kinds,
+    ).model_dump(mode="json")
+    final = _synthesize(MEMO, _script(MEMO, answer), tmp_path / "out")
+    assert final.manifest is not None and final.manifest.certified, final.manifest
+    bundle = Path(final.bundle_path or "")
+    # import_state reads the record kinds from the binding the bundle saved.
+    from weft_envsynth import import_state
+
+    db, ws = tmp_path / "state.sqlite", tmp_path / "ws"
+    shutil.copyfile(bundle / "seed.sqlite", db)
+    ada = {"name": "ada", "entityType": "person", "observations": ["writes programs"]}
+    report = import_state(bundle, {"entities": [ada]}, db_path=db, workspace=ws)
+    assert report.rows == {"entity": 1} and report.not_imported == [], report
+    # Without the saved binding the rules know no record kind: the document's records would go to
+    # a database table that has none of their fields.
+    bare = tmp_path / "bare"
+    shutil.copytree(bundle, bare)
+    (bare / BINDINGS_FILE).unlink()
+    shutil.copyfile(bundle / "seed.sqlite", tmp_path / "bare.sqlite")
+    lost = import_state(bare, {"entities": [ada]}, db_path=tmp_path / "bare.sqlite", workspace=ws)
+    assert "entities[0].name: entity has no field for it" in lost.not_imported, lost
+    from fastmcp import Client
+
+    from weft_core.binding import SessionBinding, bind_session, release_session
+    from weft_envsynth.loader import import_bundle, unload_bundle
+
+    mod = import_bundle(bundle)
+
+    async def recall() -> Any:
+        with bind_session(SessionBinding(session_id="memo", db_path=db, workspace=ws)):
+            async with Client(mod.create_server()) as c:
+                return (await c.call_tool("recall", {})).structured_content
+
+    try:
+        assert ada in json.loads(json.dumps(asyncio.run(recall())))["entities"]
+    finally:
+        release_session("memo")
+        unload_bundle(mod)
