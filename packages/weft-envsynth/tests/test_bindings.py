@@ -620,3 +620,11 @@ def test_a_model_bound_record_graph_takes_imported_state(tmp_path: Path) -> None
     finally:
         release_session("memo")
         unload_bundle(mod)
+
+
+def test_a_record_kind_is_filed_under_the_argument_that_creates_it() -> None:
+    right = _rules_answer(GRAPH)
+    renamed = [k.model_copy(update={"collection": "nodes"}) for k in right.kinds]
+    assert check_bindings(GRAPH, right.model_copy(update={"kinds": renamed})) == [
+        "record kind 'entity': collection 'nodes' is not the argument that creates it"
+    ]

@@ -284,8 +284,19 @@ def check_bindings(spec: MCPSpec, answer: BindingAnswer) -> list[str]:
         gverbs = {g.verb for g in graph.tools.values()}
         if "create" not in gverbs or not gverbs & _GRAPH_READS:
             problems.append("the graph tools lack a create or a read")
-        made = {g.kind for g in graph.tools.values() if g.verb == "create"}
-        problems += [f"record kind {k!r} is created by no tool" for k in kinds if k not in made]
+        # State import files a document's list under the kind whose collection names it.
+        made: dict[str, set[str | None]] = {}
+        for g in graph.tools.values():
+            if g.verb == "create" and g.kind is not None:
+                made.setdefault(g.kind, set()).add(g.argument)
+        for k in graph.kinds:
+            if k.name not in made:
+                problems.append(f"record kind {k.name!r} is created by no tool")
+            elif k.collection not in made[k.name]:
+                problems.append(
+                    f"record kind {k.name!r}: collection {k.collection!r} is not the argument "
+                    "that creates it"
+                )
     return problems
 
 
