@@ -31,6 +31,13 @@ def _tool_call(name: str, args: dict[str, Any]) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])
 
 
+def _unbound(spec: MCPSpec) -> AIMessage:
+    """The model's binding of a tool set with no SQL, version-control or record-graph tool."""
+    return _tool_call(
+        "BindingAnswer", {"tools": [{"tool": t.name, "family": "none"} for t in spec.tools]}
+    )
+
+
 def _faulty(plan: BackendPlan, tool: str, **change: Any) -> dict[str, Any]:
     routes = [r.model_copy(update=change) if r.tool == tool else r for r in plan.routes]
     return BackendPlan(routes=routes).model_dump(mode="json")
@@ -48,6 +55,7 @@ def test_faulty_backend_is_caught_and_repaired_by_the_model(
     analysis, schema, cset, plan = _products(helpdesk_spec)
     llm = ScriptedChatModel(
         [
+            _unbound(helpdesk_spec),
             _tool_call("Analysis", analysis),
             _tool_call("EntityModel", schema),
             _tool_call("ContractSet", cset),
@@ -66,7 +74,7 @@ def test_faulty_backend_is_caught_and_repaired_by_the_model(
     assert set(failing) == {"update_ticket"} and {c.category for c in failing["update_ticket"]} == {
         "runtime"
     }
-    revision_prompt = str(llm.prompts[4][-1].content)
+    revision_prompt = str(llm.prompts[5][-1].content)
     assert "not persisted" in revision_prompt and "update_ticket" in revision_prompt
     assert final.round == 2 and final.manifest is not None and final.manifest.certified
     assert final.manifest.strategy == "ScriptedChatModel"
@@ -84,6 +92,7 @@ def test_model_that_stays_wrong_is_replaced_by_the_programmatic_route(
     )
     llm = ScriptedChatModel(
         [
+            _unbound(helpdesk_spec),
             _tool_call("Analysis", analysis),
             _tool_call("EntityModel", schema),
             _tool_call("ContractSet", cset),
@@ -109,9 +118,9 @@ def test_unusable_or_inconsistent_model_output_falls_back(helpdesk_spec: MCPSpec
     assert a == analyze_programmatic(helpdesk_spec) and "unusable" in notes[0]
     analysis = analyze_programmatic(helpdesk_spec).model_dump(mode="json")
     analysis["tools"] = analysis["tools"][:-1]  # forgets a tool
-    forgetful = ScriptedChatModel([{**analysis}])
+    forgetful = ScriptedChatModel([_unbound(helpdesk_spec), {**analysis}])
     a, notes = analyze(helpdesk_spec, forgetful)
-    assert "rejected" in notes[0] and "list_comments" in notes[0]
+    assert "rejected" in notes[-1] and "list_comments" in notes[-1]
 
 
 def test_model_backend_route_with_unknown_argument_is_rejected(helpdesk_spec: MCPSpec) -> None:

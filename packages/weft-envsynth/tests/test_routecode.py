@@ -330,6 +330,10 @@ def test_graph_with_route_code_records_it_in_validation_json(
         return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])
 
     structured: list[Any] = [
+        tool_call(
+            "BindingAnswer",
+            {"tools": [{"tool": t.name, "family": "none"} for t in helpdesk_spec.tools]},
+        ),
         tool_call("Analysis", products["analysis"].model_dump(mode="json")),
         tool_call("EntityModel", products["model"].model_dump(mode="json")),
         tool_call("ContractSet", products["contracts"].model_dump(mode="json")),

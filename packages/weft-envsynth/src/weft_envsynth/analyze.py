@@ -35,18 +35,17 @@ from weft_envsynth.amounts import (
     amount_argument,
     move_verb,
 )
+from weft_envsynth.analysischecks import WRITE_OPS as _WRITE_OPS
+from weft_envsynth.analysischecks import check_analysis
+from weft_envsynth.bindings import ToolBindings, graph_tools, sql_tools, vcs_tools
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import SpecRejected
 from weft_envsynth.filesem import OPERATION as FILE_OPERATION
 from weft_envsynth.filesem import FileSemantics, file_semantics, mentions_files
 from weft_envsynth.gloss import glossed_write
-from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.plans import Analysis, ToolEffect
-from weft_envsynth.sqlsem import sql_tool_set
 from weft_envsynth.unify import argument_reference, resolve
-from weft_envsynth.vcssem import vcs_tool_set
 
-_WRITE_OPS = {"create", "update", "delete", "action"}
 _FILE_VERBS: dict[str, Operation] = {
     "read": "file_read",
     "get": "file_read",
@@ -369,7 +368,9 @@ def _response_fields(d: _EntityDraft, tool: ToolSpec) -> None:
         added += 1
 
 
-def _amount_movers(spec: MCPSpec, ops: dict[str, tuple[Operation, str | None]]) -> dict[str, str]:
+def _amount_movers(
+    spec: MCPSpec, ops: dict[str, tuple[Operation, str | None]], bindings: ToolBindings | None
+) -> dict[str, str]:
     """Tools that move an amount between records (amounts.py), by their verb; their operation
     becomes a write: one record named -> an update of its balance (`withdraw(account_id,
     amount)`), two or more -> a record of the movement (`transfer(from_account_id,
@@ -382,8 +383,8 @@ def _amount_movers(spec: MCPSpec, ops: dict[str, tuple[Operation, str | None]]) 
         if verb is None or op.startswith("file_") or compute_semantics(t) is not None:
             continue
         if claimed is None:
-            claimed = set(sql_tool_set(spec)) | set(vcs_tool_set(spec))
-            claimed |= set(graph_tool_set(spec).tools)
+            claimed = set(sql_tools(spec, bindings)) | set(vcs_tools(spec, bindings))
+            claimed |= set(graph_tools(spec, bindings).tools)
         if t.name in claimed:
             continue
         ids = [a for a, sc in t.properties.items() if id_argument_entity(a, sc)]
@@ -397,8 +398,9 @@ def _amount_movers(spec: MCPSpec, ops: dict[str, tuple[Operation, str | None]]) 
     return out
 
 
-def analyze_programmatic(spec: MCPSpec) -> Analysis:
-    """Infer entities, relations and tool effects from names, descriptions and argument schemas."""
+def analyze_programmatic(spec: MCPSpec, bindings: ToolBindings | None = None) -> Analysis:
+    """Infer entities, relations and tool effects from names, descriptions and argument schemas;
+    `bindings`: the specialised tools a model bound (None: the rules', bindings.py)."""
     if not spec.tools:
         raise SpecRejected("the spec has no tools", source=spec.source)
     server_words = {w for w in W.split_words(spec.name) if len(w) > 2} - {
@@ -415,20 +417,20 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
         if compute_semantics(t) is not None:
             ops[t.name] = ("compute", None)
     # SQL tool sets (a statement argument, table listings): served on the session's own tables.
-    for name in sql_tool_set(spec):
+    for name in sql_tools(spec, bindings):
         ops[name] = ("compute", None)
     # File-oriented tool sets (cd, ls, cat, mv, ...): the whole definition decides, not a CRUD verb.
-    for name, sem in file_tool_set(spec).items():
+    for name, sem in file_tool_set(spec, bindings).items():
         ops[name] = (FILE_OPERATION[sem.verb], sem.verb)  # type: ignore[assignment]
     # Version-control tool sets (status, add, commit, log, branches over a repository path): the
     # session repository, whatever file or CRUD verb a single tool's words suggest (`git_add`).
-    for name in vcs_tool_set(spec):
+    for name in vcs_tools(spec, bindings):
         ops[name] = ("compute", None)
     # Record-graph tool sets (batches of named records, links, notes on them): the session's
     # records, whatever CRUD verb a single tool's words suggest (`open_nodes`, `add_observations`).
-    for name in graph_tool_set(spec).tools:
+    for name in graph_tools(spec, bindings).tools:
         ops[name] = ("compute", None)
-    movers = _amount_movers(spec, ops)
+    movers = _amount_movers(spec, ops, bindings)
 
     # Entity candidates: every `*_id` argument and the head noun of every tool that writes.
     id_entities: Counter[str] = Counter()
@@ -710,72 +712,7 @@ def analyze_programmatic(spec: MCPSpec) -> Analysis:
                 rationale=f"verb {verb!r}" if verb else "no verb; decided by arguments",
             )
         )
-    return Analysis(entities=entities, relations=relations, tools=effects)
-
-
-def check_analysis(spec: MCPSpec, analysis: Analysis) -> list[str]:
-    """Deterministic checks of an Analysis (used on LLM output): every problem found, as text."""
-    problems: list[str] = []
-    names = {t.name for t in spec.tools}
-    seen = {e.tool for e in analysis.tools}
-    for missing in sorted(names - seen):
-        problems.append(f"tool {missing!r} has no effect")
-    for extra in sorted(seen - names):
-        problems.append(f"effect for unknown tool {extra!r}")
-    ents = {e.name: e for e in analysis.entities}
-    for e in analysis.entities:
-        if W.identifier(e.name) != e.name:
-            problems.append(f"entity name {e.name!r} is not a snake_case identifier")
-        keys = [f for f in e.fields if f.primary_key]
-        if len(keys) != 1 or keys[0].name != e.key:
-            problems.append(
-                f"entity {e.name!r} must have exactly one primary key field named {e.key!r}"
-            )
-        seen_f: set[str] = set()
-        for f in e.fields:
-            if W.identifier(f.name) != f.name:
-                problems.append(f"field {e.name}.{f.name} is not a snake_case identifier")
-            if f.name in seen_f:
-                problems.append(f"field {e.name}.{f.name} is duplicated")
-            seen_f.add(f.name)
-            if f.foreign_key:
-                tgt, _, tf = f.foreign_key.partition(".")
-                if tgt not in ents or tf != ents[tgt].key:
-                    problems.append(
-                        f"field {e.name}.{f.name} references unknown key {f.foreign_key!r}"
-                    )
-    for eff in analysis.tools:
-        if eff.state_kind != StateKind.WORKSPACE and (eff.entity is None or eff.entity not in ents):
-            problems.append(f"tool {eff.tool!r} refers to unknown entity {eff.entity!r}")
-        if eff.operation.startswith("file_") != (eff.state_kind == StateKind.WORKSPACE):
-            problems.append(f"tool {eff.tool!r}: file operations and workspace state go together")
-        if eff.state_kind == StateKind.WORKSPACE:
-            continue
-        if eff.entity in ents:
-            ent = ents[eff.entity]
-            if eff.operation in _WRITE_OPS and ent.reference_data:
-                problems.append(f"tool {eff.tool!r} writes reference-data entity {ent.name!r}")
-            for tr in eff.transitions:
-                try:
-                    f = ent.field(tr.field)
-                except KeyError:
-                    problems.append(
-                        f"tool {eff.tool!r}: transition field {tr.entity}.{tr.field} does not exist"
-                    )
-                    continue
-                if f.enum and tr.to_value not in f.enum:
-                    problems.append(
-                        f"tool {eff.tool!r}: {tr.to_value!r} is not a value of {tr.entity}.{tr.field}"
-                    )
-                unknown = [v for v in tr.from_values if f.enum and v not in f.enum]
-                if unknown:
-                    problems.append(
-                        f"tool {eff.tool!r}: {unknown[0]!r} (a state it leaves) is not a value "
-                        f"of {tr.entity}.{tr.field}"
-                    )
-                if tr.to_value is not None and tr.to_value in tr.from_values:
-                    problems.append(f"tool {eff.tool!r}: leaves {tr.to_value!r} for itself")
-    return problems
+    return Analysis(entities=entities, relations=relations, tools=effects, bindings=bindings)
 
 
 def analyze(spec: MCPSpec, llm: BaseChatModel | None = None) -> tuple[Analysis, list[str]]:
@@ -783,10 +720,13 @@ def analyze(spec: MCPSpec, llm: BaseChatModel | None = None) -> tuple[Analysis, 
 
     Returns the analysis and notes about what was repaired.
     """
-    base = analyze_programmatic(spec)
     if llm is None:
-        return base, []
+        return analyze_programmatic(spec), []
     from weft_envsynth._internal.llm import ask_or_none, spec_digest
+    from weft_envsynth.bindmodel import bind, effect_problems
+
+    bindings, notes = bind(spec, llm)
+    base = analyze_programmatic(spec, bindings)
 
     prompt = (
         "Analyze this MCP tool set for a stateful environment. Infer the shared business entities "
@@ -796,23 +736,27 @@ def analyze(spec: MCPSpec, llm: BaseChatModel | None = None) -> tuple[Analysis, 
     )
     proposed, err = ask_or_none(llm, Analysis, prompt)
     if proposed is None:
-        return base, [f"analyze: model output unusable ({err}); used programmatic analysis"]
-    problems = check_analysis(spec, proposed)
+        return base, [*notes, f"analyze: model output unusable ({err}); used programmatic analysis"]
+    problems = check_analysis(spec, proposed) + effect_problems(spec, proposed, bindings)
     if problems:
         return base, [
-            f"analyze: model analysis rejected ({problems[0]}; {len(problems)} problem(s)); used programmatic"
+            *notes,
+            f"analyze: model analysis rejected ({problems[0]}; {len(problems)} problem(s)); used programmatic",
         ]
-    return proposed, ["analyze: model analysis accepted"]
+    return proposed.model_copy(update={"bindings": bindings}), [
+        *notes,
+        "analyze: model analysis accepted",
+    ]
 
 
-def file_tool_set(spec: MCPSpec) -> dict[str, FileSemantics]:
+def file_tool_set(spec: MCPSpec, bindings: ToolBindings | None = None) -> dict[str, FileSemantics]:
     """Tools of `spec` that act on the session workspace, when the tool set is file-oriented.
 
     A tool set is file-oriented when its descriptions talk about files or folders and at least two
     of its tools get a file verb; then every tool with a verb is bound to the workspace.
     """
     context = any(mentions_files(t.description) for t in spec.tools)
-    vcs = vcs_tool_set(spec)
+    vcs = vcs_tools(spec, bindings)
     found = {
         t.name: s
         for t in spec.tools

@@ -17,15 +17,14 @@ from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import schema_type, string_enum
 from weft_envsynth.amounts import amount_moves
 from weft_envsynth.analyze import file_tool_set, idempotent_delete, whole_store_read
+from weft_envsynth.bindings import ToolBindings, graph_tools, sql_tools, vcs_tools
 from weft_envsynth.computesem import compute_semantics, operand_roles
 from weft_envsynth.filesem import edit_pairs, media_result, text_result
 from weft_envsynth.gloss import write_confirmation
-from weft_envsynth.graphsem import confirmation, graph_tool_set
+from weft_envsynth.graphsem import confirmation
 from weft_envsynth.plans import BackendPlan, RoutePlan, Transition
 from weft_envsynth.responses import documents_records, response_notes, response_shape
 from weft_envsynth.schema import model_class
-from weft_envsynth.sqlsem import sql_tool_set
-from weft_envsynth.vcssem import vcs_tool_set
 
 
 def route_programmatic(contract: ToolContract, model: EntityModel) -> RoutePlan:
@@ -121,7 +120,9 @@ def backend(
     previous: BackendPlan | None = None,
     feedback: list[str] | None = None,
     force_programmatic: set[str] | None = None,
+    bindings: ToolBindings | None = None,
 ) -> tuple[BackendPlan, list[str]]:
+    """`bindings`: the specialised tools the analysis bound (None: the rules', bindings.py)."""
     notes: list[str] = []
     kept = {r.tool: r for r in (previous.routes if previous else [])}
     proposed: dict[str, RoutePlan] = {}
@@ -167,7 +168,7 @@ def backend(
             routes[i] = routes[i].model_copy(
                 update={"moves": amount_moves(spec.tool(c.tool), c, model)}
             )
-    shell = file_tool_set(spec)
+    shell = file_tool_set(spec, bindings)
     for i, r in enumerate(routes):
         sem = shell.get(r.tool)
         if sem is not None and r.operation.startswith("file_"):
@@ -200,7 +201,7 @@ def backend(
         reads = whole_store_read(spec.tool(r.tool), r.operation, r.entity, model)
         if reads:
             routes[i] = r.model_copy(update={"reads_all": reads})
-    sql = sql_tool_set(spec)
+    sql = sql_tools(spec, bindings)
     for i, r in enumerate(routes):
         ssem = sql.get(r.tool)
         if ssem is not None and not r.file_verb and r.entity in stateless:
@@ -212,7 +213,7 @@ def backend(
                     "compute_roles": {},
                 }
             )
-    vcs = vcs_tool_set(spec)
+    vcs = vcs_tools(spec, bindings)
     for i, r in enumerate(routes):
         vsem = vcs.get(r.tool)
         if vsem is not None and not r.file_verb and r.entity in stateless:
@@ -227,7 +228,7 @@ def backend(
                     "reads_all": [],
                 }
             )
-    graphs = graph_tool_set(spec)
+    graphs = graph_tools(spec, bindings)
     kinds = [k.model_dump() for k in graphs.kinds]
     for i, r in enumerate(routes):
         gsem = graphs.tools.get(r.tool)

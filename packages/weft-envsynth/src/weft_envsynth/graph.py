@@ -23,6 +23,7 @@ from langgraph.types import Checkpointer
 from weft_core.llm import model_display_name
 from weft_envsynth.analyze import analyze
 from weft_envsynth.backend import backend
+from weft_envsynth.bindings import ToolBindings
 from weft_envsynth.certify import certify_state
 from weft_envsynth.contracts import contracts
 from weft_envsynth.errors import SpecRejected
@@ -36,6 +37,10 @@ from weft_envsynth.validate import validate
 
 def _llm(runtime: Runtime[EnvSynthContext] | None) -> BaseChatModel | None:
     return runtime.context.llm if runtime is not None and runtime.context is not None else None
+
+
+def _bindings(state: EnvSynthState) -> ToolBindings | None:
+    return state.analysis.bindings if state.analysis is not None else None
 
 
 def analyze_node(state: EnvSynthState, runtime: Runtime[EnvSynthContext]) -> dict[str, Any]:
@@ -121,6 +126,7 @@ def backend_node(state: EnvSynthState, runtime: Runtime[EnvSynthContext]) -> dic
         previous=state.backend,
         feedback=state.feedback if state.revise_target == "backend" else None,
         force_programmatic=set(state.programmatic_tools),
+        bindings=_bindings(state),
     )
     work = Path(state.work_dir)
     work.mkdir(parents=True, exist_ok=True)  # a replayed checkpoint's folder may be gone
@@ -134,6 +140,7 @@ def backend_node(state: EnvSynthState, runtime: Runtime[EnvSynthContext]) -> dic
             plan,
             format_code=settings.format_code,
             previous_migrations=previous,
+            bindings=_bindings(state),
         )
         _seed, seed_notes = build_seed(work, state.seed) if state.seed is not None else (None, [])
     except Exception as exc:  # generated code that cannot even be written is a structural failure
@@ -271,6 +278,7 @@ def _rebuilt_work_dir(state: EnvSynthState) -> dict[str, Any]:
         state.backend,
         format_code=EnvSynthSettings().format_code,
         previous_migrations=previous,
+        bindings=_bindings(state),
     )
     if state.seed is not None:
         build_seed(work, state.seed)

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
 
 from weft_core.models import Entity, Relation, StateKind, StateTransition, WeftModel
 from weft_core.models.env import Operation
 from weft_envsynth.amounts import AmountMove
+from weft_envsynth.bindings import ToolBindings
 
 IssueCategory = Literal["structural", "mapping", "runtime"]
 
@@ -38,6 +40,12 @@ class Analysis(WeftModel):
     entities: list[Entity] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)
     tools: list[ToolEffect] = Field(default_factory=list)
+    # Out of the JSON schema: the model is asked for the binding on its own (bindmodel), and an
+    # analysis it writes must not smuggle in an unchecked one.
+    bindings: SkipJsonSchema[ToolBindings | None] = Field(
+        default=None,
+        description="The specialised bindings the model chose (bindings.py); None: the rules'.",
+    )
 
     def effect(self, tool: str) -> ToolEffect:
         for t in self.tools:

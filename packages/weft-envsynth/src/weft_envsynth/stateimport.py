@@ -391,13 +391,13 @@ def import_state(
     kinds: list[RecordKind] = []
     if (bundle / "spec.json").is_file():
         from weft_core.models import MCPSpec
-        from weft_envsynth.graphsem import graph_tool_set
+        from weft_envsynth.bindings import graph_tools, load_bindings
 
         try:
             spec = MCPSpec.model_validate_json((bundle / "spec.json").read_text())
         except ValueError as exc:
             raise BundleError(f"{bundle}: spec.json is not readable ({exc})") from exc
-        kinds = graph_tool_set(spec).kinds
+        kinds = graph_tools(spec, load_bindings(bundle)).kinds
     ws = Path(workspace)
     ws.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(db_path))

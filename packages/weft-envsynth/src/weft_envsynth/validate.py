@@ -47,13 +47,11 @@ from weft_envsynth._internal.vcschecks import VcsChecks
 from weft_envsynth._templates.runtime import query_words
 from weft_envsynth.amounts import amount_moves
 from weft_envsynth.analyze import idempotent_delete, whole_store_read
+from weft_envsynth.bindings import ToolBindings, graph_tools, load_bindings, sql_tools, vcs_tools
 from weft_envsynth.computesem import compute_semantics
 from weft_envsynth.errors import BundleError
-from weft_envsynth.graphsem import graph_tool_set
 from weft_envsynth.loader import import_bundle, unload_bundle
 from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
-from weft_envsynth.sqlsem import sql_tool_set
-from weft_envsynth.vcssem import vcs_tool_set
 
 if TYPE_CHECKING:  # fastmcp is imported where a server is validated, not at import
     from fastmcp import Client
@@ -105,8 +103,10 @@ class _Validator(
         client: Client[Any],
         db: Path,
         ws: Path,
+        bindings: ToolBindings | None = None,
     ) -> None:
         self.spec = spec
+        self.bindings = bindings
         self.model = model
         self.contracts = contracts
         self.client = client
@@ -126,12 +126,12 @@ class _Validator(
             if entity_of.get(t.name) in stateless and (sem := compute_semantics(t)) is not None
         }
         self.sql_tools = {
-            n: sem for n, sem in sql_tool_set(spec).items() if entity_of.get(n) in stateless
+            n: sem for n, sem in sql_tools(spec, bindings).items() if entity_of.get(n) in stateless
         }
         self.vcs_tools = {
-            n: sem for n, sem in vcs_tool_set(spec).items() if entity_of.get(n) in stateless
+            n: sem for n, sem in vcs_tools(spec, bindings).items() if entity_of.get(n) in stateless
         }
-        graph = graph_tool_set(spec)
+        graph = graph_tools(spec, bindings)
         self.graph = graph.model_copy(
             update={
                 "tools": {n: g for n, g in graph.tools.items() if entity_of.get(n) in stateless}
@@ -744,11 +744,13 @@ def _seed_workspace(root: Path) -> None:
 async def validate_async(
     work: Path, spec: MCPSpec, model: EntityModel, contracts: ContractSet, *, round: int = 0
 ) -> ValidationReport:
-    """Validate the bundle sources in `work` (seed.sqlite included) against the spec and contracts."""
+    """Validate the bundle sources in `work` (seed.sqlite included) against the spec and contracts,
+    with the specialised bindings the sources were built with (bindings.json, else the rules')."""
     from fastmcp import Client
 
     report = ValidationReport(round=round)
     try:
+        bindings = load_bindings(work)
         server_mod = import_bundle(work)
     except BundleError as exc:
         msg = str(exc.__cause__ or exc)
@@ -799,7 +801,7 @@ async def validate_async(
                 ]
                 return report
             async with Client(server) as client:
-                v = _Validator(spec, model, contracts, client, db, ws)
+                v = _Validator(spec, model, contracts, client, db, ws, bindings)
                 ok = await v.structural()
                 by_tool = {c.tool: c for c in contracts.contracts}
                 order = sorted(

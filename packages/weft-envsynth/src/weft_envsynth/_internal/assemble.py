@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from weft_core.models import ContractSet, EntityModel, MCPSpec, atomic_write_text
 from weft_envsynth.backend import code_file, render_server, route_path
+from weft_envsynth.bindings import ToolBindings, save_bindings
 from weft_envsynth.migrations import add_revision, upgrade_db, write_env
 from weft_envsynth.plans import BackendPlan, SeedPlan
 from weft_envsynth.schema import render_models
@@ -74,8 +75,12 @@ def write_sources(
     *,
     format_code: bool = True,
     previous_migrations: Path | None = None,
+    bindings: ToolBindings | None = None,
 ) -> str:
     """Write every source file of the bundle into `work`; returns the alembic head revision.
+
+    `bindings`: the specialised bindings a model chose, saved for validation and state import
+    (None: the rules', recomputed from spec.json, no file).
 
     With `previous_migrations` (the migrations/ of the bundle's earlier version) its history is
     carried over and a new revision is added only if the schema changed.
@@ -95,6 +100,7 @@ def write_sources(
     atomic_write_text(work / "spec.json", spec.to_json())
     atomic_write_text(work / "entities.json", model.to_json())
     atomic_write_text(work / "contracts.json", contract_set.to_json())
+    save_bindings(work, bindings)
     mig = work / "migrations"
     if mig.exists():
         shutil.rmtree(mig)

@@ -10,6 +10,7 @@ from typing import Any
 from weft_core.models import MCPSpec, ToolContract, ToolSpec
 from weft_envsynth._internal.dbstate import read_workspace
 from weft_envsynth.analyze import file_tool_set
+from weft_envsynth.bindings import ToolBindings
 from weft_envsynth.filesem import (
     READ_VERBS,
     FileSemantics,
@@ -48,6 +49,7 @@ class WorkspaceChecks:
     ws: Path
     db: Path
     spec: MCPSpec
+    bindings: ToolBindings | None
     seed_files: dict[str, str]
     call: Any
     record: Any
@@ -204,7 +206,7 @@ class WorkspaceChecks:
         target.unlink(missing_ok=True)
 
     async def file_checks(self, tool: ToolSpec, contract: ToolContract) -> None:
-        sem = file_tool_set(self.spec).get(tool.name)
+        sem = file_tool_set(self.spec, self.bindings).get(tool.name)
         if sem is not None:
             await self.shell_checks(tool, sem)
             return

@@ -67,11 +67,21 @@ def regenerate_server(
 ) -> str:
     from weft_envsynth._internal.assemble import format_sources
     from weft_envsynth.backend import backend, render_server
+    from weft_envsynth.bindings import load_bindings
 
     spec = MCPSpec.load(bundle / "spec.json")
     entities = EntityModel.load(bundle / "entities.json")
     contracts = ContractSet.load(bundle / "contracts.json")
-    plan, _notes = backend(spec, entities, contracts, llm, only=set(tools), feedback=feedback)
+    # The tools a model bound to SQL, a repository or a record graph stay bound (bindings.json).
+    plan, _notes = backend(
+        spec,
+        entities,
+        contracts,
+        llm,
+        only=set(tools),
+        feedback=feedback,
+        bindings=load_bindings(bundle),
+    )
     text = render_server(spec, entities, plan)
     with tempfile.TemporaryDirectory(prefix="weft-evolve-") as tmp:
         p = Path(tmp) / "server.py"
