@@ -44,6 +44,8 @@ class BundleShape:
         self.lookups = 0
         self.computed = 0
         self.multi_entity = 0
+        self.fields = 0
+        self.fields_with_examples = 0  # EntityField.examples: 0 for bundles from before it
 
     def count(self, bundle: Path) -> None:
         try:
@@ -57,6 +59,9 @@ class BundleShape:
             f.get("foreign_key") for e in entities.get("entities", []) for f in e.get("fields", [])
         )
         self.bundles += 1
+        fields = [f for e in entities.get("entities", []) for f in e.get("fields", [])]
+        self.fields += len(fields)
+        self.fields_with_examples += sum(bool(f.get("examples")) for f in fields)
         self.with_relation += bool(entities.get("relations") or has_fk)
         semantics = validation.get("tool_semantics")
         for c in contracts:
@@ -76,6 +81,8 @@ class BundleShape:
             "tools_computed_pct": round(100 * self.computed / t, 1),
             "bundles_with_relation_pct": round(100 * self.with_relation / b, 1),
             "tools_touching_several_entities_pct": round(100 * self.multi_entity / t, 1),
+            "entity_fields": self.fields,
+            "entity_fields_with_examples": self.fields_with_examples,
         }
 
     def rows(self) -> list[tuple[str, str]]:
@@ -85,6 +92,10 @@ class BundleShape:
             ("tools computed from their arguments", f"{f['tools_computed_pct']}%"),
             ("bundles with at least one relation", f"{f['bundles_with_relation_pct']}%"),
             ("tools touching more than one entity", f"{f['tools_touching_several_entities_pct']}%"),
+            (
+                "entity fields with examples from the definitions",
+                f"{self.fields_with_examples} / {self.fields}",
+            ),
         ]
 
 

@@ -264,3 +264,15 @@ def _fake_for(row: int, attempt: int):
     from weft_envsynth.seed import _fake
 
     return _fake("test", "field", row, attempt)
+
+
+def test_format_masks_and_whole_numbers() -> None:
+    assert typed(["YYYY-MM-DD", "YYYY-MM-DD HH:mm:ss", "2025-03-23"], "string") == ["2025-03-23"]
+    ent = Entity(name="hotel", key="id", fields=[EntityField(name="id", primary_key=True)])
+    adults = [
+        field_value(ent, EntityField(name="adults", type="number", examples=[2]), i)
+        for i in range(8)
+    ]
+    assert all(isinstance(a, int) and 1 <= a <= 9 for a in adults)
+    period = [field_value(ent, EntityField(name="period", examples=["1mo"]), i) for i in range(8)]
+    assert all(re.fullmatch(r"[1-9]mo", p) for p in period)

@@ -57,6 +57,7 @@ _JUNK = {
 _PLACEHOLDER = re.compile(
     r"[<>{}\[\]]|\.\.\.|\u2026|^(?:x+|\?+|_+|-+|\*+|#+|0+)$|your[_\- ]|^\$[A-Z_]+$|^x{3,}", re.I
 )
+_FORMAT_MASK = re.compile(r"YYYY|yyyy|\bMM\b.*\bDD\b|HH:mm|hh:mm")
 _SENTENCE_SPLIT = re.compile(r"\n+|;\s|(?<!\be\.g)(?<!\bi\.e)(?<!\bex)(?<!\bvs)\.\s+")
 _INT = re.compile(r"[+-]?\d{1,18}")
 _NUM = re.compile(r"[+-]?(?:\d{1,18}(?:\.\d{1,12})?|\.\d{1,12})")
@@ -236,6 +237,8 @@ def _clean(v: Any) -> str | None:
     if not s or len(s) > _MAX_LEN or "\n" in s or not s.isprintable():
         return None
     if s.lower() in _JUNK or _PLACEHOLDER.search(s):
+        return None
+    if _FORMAT_MASK.search(s) and not re.search(r"\d", s):  # "YYYY-MM-DD" is a format, no date
         return None
     words = s.split()
     # A sentence is prose about the value, not one: many words, or several ending in a stop.

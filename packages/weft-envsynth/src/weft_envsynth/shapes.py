@@ -95,18 +95,20 @@ def _count_on(t: str, step: int) -> str:
     return f"{t[: last.start()]}{int(run) + step:0{len(run)}d}{t[last.end() :]}"
 
 
-def _integer(examples: list[Scalar], t: int, fake: Faker) -> int:
+def _integer(examples: list[Any], t: int, fake: Faker) -> int:
     ints = [x for x in examples if isinstance(x, int) and not isinstance(x, bool)]
     lo, hi = min(ints), max(ints)
-    if lo == hi:  # one value: another of as many digits (42 -> 17 .. 99)
+    if lo == hi:  # one value: another of as many digits (42 -> 10 .. 99, 2 -> 1 .. 9, 0 -> 0 .. 9)
         width = len(str(abs(t)))
-        lo, hi = (10 ** (width - 1) if width > 1 else 0), 10**width - 1
+        lo, hi = (10 ** (width - 1) if t else 0), 10**width - 1
         return int(fake.random.randint(lo, hi)) * (-1 if t < 0 else 1)
     return int(fake.random.randint(lo, hi))
 
 
 def _number(examples: list[Scalar], t: float, fake: Faker) -> float:
     nums = [float(x) for x in examples if isinstance(x, int | float) and not isinstance(x, bool)]
+    if all(x.is_integer() for x in nums):  # `adults: 2`, `port: 3306`: whole numbers stay whole
+        return _integer([int(x) for x in nums], int(t), fake)
     lo, hi = min(nums), max(nums)
     if lo == hi:
         lo, hi = sorted((t * 0.5, t * 1.5)) if t else (0.0, 1.0)
@@ -127,8 +129,8 @@ def _shaped(t: str, i: int, fake: Faker) -> str:
 
 
 def _digits(run: str, fake: Faker) -> str:
-    # A leading digit that was not zero stays non-zero: "42" does not become "07".
-    first = "123456789" if run[0] != "0" and len(run) > 1 else string.digits
+    # A leading digit that was not zero stays non-zero: "42" does not become "07", "1d" not "0d".
+    first = "123456789" if run[0] != "0" else string.digits
     rest = "".join(fake.random.choice(string.digits) for _ in run[1:])
     return str(fake.random.choice(first)) + rest
 
