@@ -46,6 +46,8 @@ class BundleShape:
         self.multi_entity = 0
         self.transitions = 0
         self.lifecycle = 0  # transitions that leave fewer states than "any other value"
+        self.fields = 0
+        self.fields_with_examples = 0  # EntityField.examples: 0 for bundles from before it
 
     def count(self, bundle: Path) -> None:
         try:
@@ -59,6 +61,9 @@ class BundleShape:
             f.get("foreign_key") for e in entities.get("entities", []) for f in e.get("fields", [])
         )
         self.bundles += 1
+        fields = [f for e in entities.get("entities", []) for f in e.get("fields", [])]
+        self.fields += len(fields)
+        self.fields_with_examples += sum(bool(f.get("examples")) for f in fields)
         self.with_relation += bool(entities.get("relations") or has_fk)
         enums = {
             (e["name"], f["name"]): f.get("enum") or []
@@ -91,6 +96,8 @@ class BundleShape:
             "transitions_with_lifecycle_pct": round(
                 100 * self.lifecycle / max(1, self.transitions), 1
             ),
+            "entity_fields": self.fields,
+            "entity_fields_with_examples": self.fields_with_examples,
         }
 
     def rows(self) -> list[tuple[str, str]]:
@@ -103,6 +110,10 @@ class BundleShape:
             (
                 "status transitions refusing some other state",
                 f"{f['transitions_with_lifecycle_pct']}% of {f['transitions']}",
+            ),
+            (
+                "entity fields with examples from the definitions",
+                f"{self.fields_with_examples} / {self.fields}",
             ),
         ]
 

@@ -830,3 +830,26 @@ def test_a_graph_names_the_state_its_groups_start_from() -> None:
     graph = graph.model_copy(update={"initial_snapshots": {mcp: ws, "gone": other}})
     assert graph.initial_workspaces() == {mcp: "sha256:" + "e" * 64}  # only MCPs it uses
     assert graph.model_copy(update={"initial_snapshots": {}}).initial_dbs() == {mcp: None}
+
+
+def test_entity_field_examples_keep_old_entity_files_and_hashes() -> None:
+    from weft_core._hashing import content_hash
+
+    # An entities.json written before `EntityField.examples` existed: no such key anywhere, and
+    # sealed by the code of then (the hash of everything but the hash, version and time).
+    raw = json.loads(sample_entities().model_dump_json())
+    for e in raw["entities"]:
+        for f in e["fields"]:
+            f.pop("examples")
+    raw.pop("content_hash")
+    legacy = content_hash({k: v for k, v in raw.items() if k != "version"})
+    text = json.dumps(raw | {"content_hash": legacy})
+    # The hash holds as is, not only through the older-rule fallback of from_json.
+    EntityModel.model_validate_json(text).verify_hash()
+    assert EntityModel.from_json(text).content_hash == legacy
+    # Examples are content: a model with them hashes differently and round-trips them typed.
+    ent = sample_entities()
+    ent.entities[1].fields[0].examples = ["TIC-0001", 7, 2.5, True]
+    again = EntityModel.from_json(ent.to_json())
+    assert again.entities[1].fields[0].examples == ["TIC-0001", 7, 2.5, True]
+    assert again.content_hash != legacy

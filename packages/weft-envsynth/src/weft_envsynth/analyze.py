@@ -23,6 +23,7 @@ from weft_core.models import (
     ToolSpec,
 )
 from weft_core.models.env import Operation
+from weft_envsynth import examples as X
 from weft_envsynth import lifecycle
 from weft_envsynth._internal import words as W
 from weft_envsynth._internal.jsonschema import field_type, schema_type, string_enum
@@ -308,14 +309,15 @@ class _EntityDraft:
         self.name = name
         self.key: str | None = None
         self.key_type: str = "string"
+        self.key_examples: list[Any] = []  # what the entity's own id arguments give as examples
         self.fields: dict[str, EntityField] = {}
         self.written = False
         self.tools: list[str] = []
         self.description = ""
 
-    def add_field(self, name: str, schema: Any, *, description: str = "") -> None:
-        ftype = field_type(schema)
-        enum = string_enum(schema)
+    def add_field(self, name: str, schema: Any, *, description: str = "", more: Any = ()) -> None:
+        ftype, enum = field_type(schema), string_enum(schema)
+        found = [*X.schema_values(schema), *X.text_values(description), *more]
         if name in self.fields:
             existing = self.fields[name]
             if existing.type != ftype and ftype != "json":
@@ -327,13 +329,11 @@ class _EntityDraft:
             elif enum and existing.enum:
                 merged = list(dict.fromkeys(existing.enum + enum))
                 self.fields[name] = existing.model_copy(update={"enum": merged})
+            self.fields[name] = X.merged(self.fields[name], found)
             return
-        self.fields[name] = EntityField(
-            name=name,
-            type=ftype,
-            description=(description or "")[:200],
-            enum=enum if ftype == "string" else None,
-        )
+        enum = enum if ftype == "string" else None
+        field = EntityField(name=name, type=ftype, description=description[:200], enum=enum)
+        self.fields[name] = X.merged(field, found)
 
 
 _MAX_RESPONSE_FIELDS = 24
@@ -403,12 +403,8 @@ def analyze_programmatic(spec: MCPSpec, bindings: ToolBindings | None = None) ->
     `bindings`: the specialised tools a model bound (None: the rules', bindings.py)."""
     if not spec.tools:
         raise SpecRejected("the spec has no tools", source=spec.source)
-    server_words = {w for w in W.split_words(spec.name) if len(w) > 2} - {
-        "file",
-        "files",
-        "order",
-        "orders",
-    }
+    server_words = {w for w in W.split_words(spec.name) if len(w) > 2}
+    server_words -= {"file", "files", "order", "orders"}
     ops: dict[str, tuple[Operation, str | None]] = {
         t.name: classify_operation(t) for t in spec.tools
     }
@@ -550,6 +546,7 @@ def analyze_programmatic(spec: MCPSpec, bindings: ToolBindings | None = None) ->
                     d.key = "id" if norm == "id" else f"{ent}_id"
                 if _id_is_integer(schema):
                     d.key_type = "integer"
+                d.key_examples += X.argument_values(t, arg)
                 key_typed.add(ent)
                 continue
             target = ref_of.get((t.name, arg))
@@ -562,7 +559,7 @@ def analyze_programmatic(spec: MCPSpec, bindings: ToolBindings | None = None) ->
                 )
                 field_ref[(ent, norm)] = target
             desc = schema.get("description", "") if isinstance(schema, dict) else ""
-            d.add_field(norm, schema, description=str(desc))
+            d.add_field(norm, schema, description=str(desc), more=X.mentioned(t, arg))
         if not d.description:
             d.description = t.description[:200]
         if op in {"read", "list", "search", "compute", "create", "update", "action"}:
@@ -633,6 +630,7 @@ def analyze_programmatic(spec: MCPSpec, bindings: ToolBindings | None = None) ->
             primary_key=True,
             nullable=False,
             description=f"Identifier of the {d.name.replace('_', ' ')}.",
+            examples=X.typed(d.key_examples, "integer" if d.key_type == "integer" else "string"),
         )
         fields = [key_field]
         if not d.fields:
@@ -678,6 +676,7 @@ def analyze_programmatic(spec: MCPSpec, bindings: ToolBindings | None = None) ->
     if not entities and not any(op.startswith("file_") for op, _ in ops.values()):
         raise SpecRejected("no entity could be inferred from the tool set", source=spec.source)
 
+    entities = X.share_key_examples(entities)
     by_name = {e.name: e for e in entities}
     effects: list[ToolEffect] = []
     for t in spec.tools:

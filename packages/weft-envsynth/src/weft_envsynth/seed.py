@@ -3,7 +3,8 @@
 Values depend only on the entity name, the field name and the row index, never on the MCP, so a
 customer CUS-0001 seeded in a CRM and in an orders MCP has the same id, name and email: cross-MCP
 tasks can bind them. No word lists: Faker's providers are chosen by the field's type and name, and
-enum values come from the definitions.
+enum values and examples come from the definitions (examples and their format: shapes.py, which
+says what happens when two MCPs give the same field different examples).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from faker import Faker
 from weft_core.models import Entity, EntityField, EntityModel, MCPSpec
 from weft_envsynth._internal import words as W
 from weft_envsynth.plans import SeedPlan
+from weft_envsynth.shapes import example_value, unique_column
 
 _PEOPLE = {
     "customer", "employee", "user", "contact", "person", "member", "patient", "student", "agent",
@@ -61,6 +63,8 @@ def field_value(entity: Entity, f: EntityField, i: int, vocab: list[str] | None 
     first, last = _person(entity, i)
     if f.enum:
         return f.enum[i % len(f.enum)]
+    if f.examples and f.type != "json":
+        return example_value(f.examples, f.type, i, fake)
     if f.type == "boolean":
         return i % 2 == 0
     if f.type == "integer":
@@ -190,11 +194,19 @@ def seed_programmatic(
     order = _order(model)
     for e in order:
         n = reference_rows if e.reference_data else rows
+        # Keys and unique fields with examples take a whole column of distinct values at once.
+        columns = {
+            f.name: unique_column(f.examples, f.type, n, functools.partial(_fake, e.name, f.name))
+            for f in e.fields
+            if f.examples and not f.enum and not f.foreign_key and (f.primary_key or f.unique)
+        }
         out = []
         for i in range(n):
             row: dict[str, Any] = {}
             for f in e.fields:
-                if f.primary_key:
+                if f.name in columns:
+                    row[f.name] = columns[f.name][i]
+                elif f.primary_key:
                     row[f.name] = (
                         i + 1 if f.type == "integer" else f"{W.id_prefix(e.name)}-{i + 1:04d}"
                     )

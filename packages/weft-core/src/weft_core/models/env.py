@@ -41,6 +41,11 @@ class EntityField(WeftModel):
     foreign_key: str | None = Field(
         default=None, description="'entity.field' this field references."
     )
+    examples: list[str | int | float | bool] = Field(
+        default_factory=list,
+        description="Values the definitions give as examples (schema `examples`/`example`/"
+        "`default`, 'e.g. TIC-0001' in a description); the seed uses them and their format.",
+    )
 
 
 class Entity(WeftModel):
@@ -73,6 +78,16 @@ class EntityModel(Artifact):
     mcp: str
     entities: list[Entity] = Field(default_factory=list)
     relations: list[Relation] = Field(default_factory=list)
+
+    def hashed_content(self) -> dict[str, Any]:
+        data = super().hashed_content()
+        # `examples` came after bundles were written: left out while empty, the hash of an
+        # existing entities.json (and of any model without examples) stays what it was.
+        for entity in data.get("entities") or []:
+            for f in entity.get("fields") or []:
+                if not f.get("examples"):
+                    f.pop("examples", None)
+        return data
 
     def entity(self, name: str) -> Entity:
         for e in self.entities:
