@@ -1,8 +1,8 @@
 """Runtime shared by the generated server.py of an EnvBundle (copied verbatim by weft-envsynth).
 
 State comes from `weft_core.binding.current_binding()` at call time: one SQLAlchemy engine per
-session DB path (NullPool, cached, disposed by a release hook) and the session's workspace folder
-for file tools. The MCP tools are registered with the spec's exact names and input schemas and
+session DB path (one pooled connection, cached, disposed by a release hook) and the session's
+workspace folder for file tools. The MCP tools are registered with the spec's exact names and input schemas and
 each forwards its arguments to its FastAPI route in-process (a direct ASGI call: no HTTP
 client, no socket).
 """
@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse
 from fastmcp import FastMCP
 from fastmcp.tools.base import Tool, ToolResult
 from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 from sqlmodel import Session, SQLModel, select
 
 from weft_core.binding import (
@@ -40,7 +40,7 @@ BUNDLE_DIR = Path(__file__).resolve().parent
 # Result _meta key of a route's own fields that the documented response replaced.
 ROUTE_RESULT_META = "weft/route_result"
 
-_engines: dict[str, sa.Engine] = {}
+_engines: dict[str, tuple[sa.Engine, tuple[int, int]]] = {}  # by path: (engine, file id)
 _paths_by_session: dict[str, set[str]] = {}
 _lock = threading.Lock()
 
@@ -66,36 +66,58 @@ def _enable_foreign_keys(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def engine_for(db_path: Path, session_id: str) -> sa.Engine:
-    """The cached engine of a session DB; a missing local DB starts as a copy of seed.sqlite."""
+    """The cached engine of a session DB; a missing local DB starts as a copy of seed.sqlite.
+
+    One connection is kept per session DB: opening one (and its PRAGMA listeners) cost more CPU
+    than a call's statements. Calls of a session rarely overlap; an overlapping one gets a
+    connection closed when it returns. The release hook closes it before the host restores,
+    offloads or evicts the file; a file replaced without it (a recovery that lost the worker's
+    memory, a hand-copied snapshot) is noticed by its identity and gets a new engine, so a kept
+    connection never serves a deleted file."""
     key = str(db_path)
     with _lock:
-        engine = _engines.get(key)
-        if engine is None:
-            if not db_path.exists():
+        cached = _engines.get(key)
+        file_id = _file_id(db_path)
+        if cached is not None and (file_id is None or cached[1] != file_id):
+            cached[0].dispose()
+            cached = None
+        if cached is None:
+            if file_id is None:
                 seed = BUNDLE_DIR / "seed.sqlite"
                 if not seed.exists():
                     raise ToolFailure("unavailable", "the environment has no database", 503)
                 db_path.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(seed, db_path)
+                file_id = _file_id(db_path)
             engine = sa.create_engine(
                 f"sqlite:///{db_path}",
-                poolclass=NullPool,
+                poolclass=QueuePool,
+                pool_size=1,
+                max_overflow=-1,
                 connect_args={"check_same_thread": False},
             )
             sa.event.listen(engine, "connect", _enable_foreign_keys)
-            _engines[key] = engine
+            cached = _engines[key] = (engine, file_id or (0, 0))
         _paths_by_session.setdefault(session_id, set()).add(key)
-        return engine
+        return cached[0]
 
 
 def release(session_id: str) -> None:
     """Release hook: dispose the engines a session used (before restore, offload or evict)."""
     with _lock:
         for key in _paths_by_session.pop(session_id, set()):
-            engine = _engines.pop(key, None)
-            if engine is not None:
-                engine.dispose()
+            cached = _engines.pop(key, None)
+            if cached is not None:
+                cached[0].dispose()
 
 
 def db_session() -> Iterator[Session]:

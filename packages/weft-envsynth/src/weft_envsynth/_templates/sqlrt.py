@@ -3,7 +3,6 @@ DB beside the bundle's, which the statements can neither see nor touch (an SQLit
 
 from __future__ import annotations
 
-import functools
 import re
 import sqlite3
 from typing import Any
@@ -21,9 +20,12 @@ _ALLOWED = {
 _KIND_WORDS = {"select": "SELECT", "write": "INSERT, UPDATE or DELETE", "create": "CREATE TABLE"}
 
 
-@functools.lru_cache(maxsize=1)
 def _bundle_tables() -> frozenset[str]:
-    """The bundle's own tables (and bookkeeping), hidden from the session's SQL."""
+    """The bundle's own tables (and bookkeeping), hidden from the session's SQL.
+
+    Read on every statement, not memoized: a process-wide memo makes MegaMCP's screening cap the
+    whole bundle at a few sessions per process (a global cache), for a read of sqlite_master
+    that costs less than the statement."""
     names = {"weft_cwd", "alembic_version"}
     seed = BUNDLE_DIR / "seed.sqlite"
     if seed.exists():

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from fastmcp import FastMCP
 from sqlalchemy import Engine, create_engine
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 from sqlmodel import Session, select
 
 from weft_core.binding import current_binding, register_release_hook, resolve_in_workspace
 
 from .models import Contact
 
-_engines: dict[str, Engine] = {}
+_engines: dict[str, tuple[Engine, tuple[int, int] | None]] = {}  # path: (engine, file id)
 _session_paths: dict[str, str] = {}
 _lock = threading.Lock()
 
@@ -21,21 +22,35 @@ _lock = threading.Lock()
 def _engine() -> Engine:
     b = current_binding()
     key = str(b.db_path)
+    # The kept connection must not outlive its file (a recovery may replace it without release).
+    st = os.stat(key) if os.path.exists(key) else None
+    file_id = (st.st_dev, st.st_ino) if st else None
     with _lock:
-        engine = _engines.get(key)
-        if engine is None:
-            engine = create_engine(f"sqlite:///{key}", poolclass=NullPool)
-            _engines[key] = engine
+        cached = _engines.get(key)
+        if cached is not None and cached[1] != file_id:
+            cached[0].dispose()
+            cached = None
+        if cached is None:
+            # One connection kept per session DB (closed by the release hook); an overlapping
+            # call gets an extra one, closed when it returns.
+            engine = create_engine(
+                f"sqlite:///{key}",
+                poolclass=QueuePool,
+                pool_size=1,
+                max_overflow=-1,
+                connect_args={"check_same_thread": False},
+            )
+            cached = _engines[key] = (engine, file_id)
             _session_paths[b.session_id] = key
-        return engine
+        return cached[0]
 
 
 def _release(session_id: str) -> None:
     with _lock:
         key = _session_paths.pop(session_id, None)
-        engine = _engines.pop(key, None) if key else None
-    if engine is not None:
-        engine.dispose()
+        cached = _engines.pop(key, None) if key else None
+    if cached is not None:
+        cached[0].dispose()
 
 
 def create_server() -> FastMCP:
