@@ -44,3 +44,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_console() -> None:
+    """Each test starts with a new process-wide console: a CLI test's `--quiet`, or a console
+    created while an earlier test captured stdout, must not silence or redirect a later one's
+    tables (`weft verify`'s capture table vanished depending on test order)."""
+    from weft_core.console import set_console
+
+    set_console(None)
