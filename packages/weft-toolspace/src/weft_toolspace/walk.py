@@ -78,6 +78,33 @@ class WalkStats:
     kept: int = 0
     rollbacks: int = 0
     discarded: Counter[str] = field(default_factory=Counter)
+    # One record per neighbour tried (chain, depth, source, target, edge kind, outcome, error):
+    # why walks of different tools fail is read from here, not guessed.
+    log: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+    def note(
+        self,
+        chain: str,
+        depth: int,
+        source: str | None,
+        target: str,
+        edge: EdgeRecord | None,
+        outcome: str,
+        error: str = "",
+    ) -> None:
+        self.outcomes[outcome] += 1
+        self.log.append(
+            {
+                "chain": chain,
+                "depth": depth,
+                "source": source,
+                "target": target,
+                "via": edge.kind.value if edge else None,
+                "outcome": outcome,
+                "error": error[:200],
+            }
+        )
 
 
 def _shape(path: str) -> str:
@@ -400,6 +427,7 @@ class Walker:
                     return None
                 frontier.pop()
                 dropped = steps.pop()
+                self.stats.note(chain_id, len(steps), None, dropped.node, None, "backtrack")
                 snaps = [x for x in snaps if x[0] <= len(steps)]
                 if dropped.mutated:
                     await self._rollback(group, steps, snaps)
@@ -419,8 +447,11 @@ class Walker:
                     earlier=[s.result for s in reversed(steps[:-1]) if not s.failed],
                 )
             )
+            source = steps[-1].node if steps else None
             if args is None:
-                continue  # not admissible: inputs not fillable from earlier returns
+                # not admissible: inputs not fillable from earlier returns
+                self.stats.note(chain_id, len(steps), source, target, edge, "not fillable")
+                continue
             step = ChainStep(
                 node=target,
                 mcp=node.mcp,
@@ -435,10 +466,15 @@ class Walker:
             if not ok and not violated and not mutated and retries and steps:
                 # A recoverable error (§4.1.2): kept as an observation; only a retry edge may follow.
                 step.result, step.failed = result, True
+                self.stats.note(
+                    chain_id, len(steps), source, target, edge, "recoverable", str(result)
+                )
                 steps.append(step)
                 frontier.append([(e, e.target) for e in retries])
                 continue
             if not ok or violated:
+                outcome = "violated" if violated and ok else "error"
+                self.stats.note(chain_id, len(steps), source, target, edge, outcome, str(result))
                 rollbacks += 1
                 self.stats.rollbacks += 1
                 if mutated:
@@ -448,6 +484,7 @@ class Walker:
                     return None
                 continue
             step.result, step.mutated = result, mutated
+            self.stats.note(chain_id, len(steps), source, target, edge, "ok")
             steps.append(step)
             if len(steps) % cfg.snapshot_every == 0:
                 snaps.append((len(steps), await self.client.snapshot(group)))
