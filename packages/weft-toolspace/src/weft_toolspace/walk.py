@@ -312,6 +312,7 @@ class Walker:
         self.stats = WalkStats()
         self._out: dict[str, list[EdgeRecord]] = {}
         self._start_cache: list[str] | None = None
+        self._admits: dict[tuple[str, frozenset[str], int], bool] = {}
         for e in graph.edges:
             self._out.setdefault(e.source, []).append(e)
 
@@ -355,27 +356,38 @@ class Walker:
             self._start_cache = [k for k in out if self.admits_walk(k)]
         return self._start_cache
 
-    def admits_walk(self, start: str) -> bool:
+    def admits_walk(self, start: str, covered: frozenset[str] = frozenset(), done: int = 1) -> bool:
         """Whether the graph has a walk from `start` (nodes may repeat, any edge kind: a retry
         edge can be a step too) that is retained: at some length L <= t <= 2L it has covered K
-        environments. Covered sets are kept only up to K, so the search stays small."""
+        environments. `covered` and `done`: the environments and calls of the chain so far,
+        `start` its last call (a walk under way). Covered sets are kept only up to K, so the
+        search stays small."""
         length, k = self.cfg.length, self.cfg.environments
 
         def env(n: str) -> str:
             return self.env_of.get(n, "env-?")
 
-        frontier = {(start, frozenset({env(start)}))}
-        for t in range(1, 2 * length + 1):
+        first = covered | {env(start)}
+        if len(first) >= k:  # every covered set of size >= K is as good as any other
+            first = frozenset(f"*{i}" for i in range(k))
+        key = (start, first, done)
+        if key in self._admits:
+            return self._admits[key]
+        frontier = {(start, first)}
+        answer = False
+        for t in range(done, 2 * length + 1):
             if t >= length and any(len(c) >= k for _, c in frontier):
-                return True
+                answer = True
+                break
             nxt: set[tuple[str, frozenset[str]]] = set()
-            for node, covered in frontier:
+            for node, cov in frontier:
                 for e in self._out.get(node, []):
-                    nxt.add((e.target, covered if len(covered) >= k else covered | {env(e.target)}))
+                    nxt.add((e.target, cov if len(cov) >= k else cov | {env(e.target)}))
             if not nxt:
-                return False
+                break
             frontier = nxt
-        return False
+        self._admits[key] = answer
+        return answer
 
     async def _call(self, group: GroupHandle, step: ChainStep) -> tuple[bool, Any, bool]:
         res = await self.client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
@@ -488,9 +500,21 @@ class Walker:
             steps.append(step)
             if len(steps) % cfg.snapshot_every == 0:
                 snaps.append((len(steps), await self.client.snapshot(group)))
-            frontier.append(
-                [(e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY]
-            )
+            # Only neighbours from which the graph still holds a retained walk (L..2L calls over
+            # K environments, given the chain so far): the rest are sinks for this chain, and
+            # calling one only costs a live call and a rollback (the seed-7 walk log of main:
+            # most rollbacks were backtracks out of get_ticket / escalate_ticket, nodes without
+            # an out-edge).
+            covered = {s.environment for s in steps}
+            onward: list[tuple[EdgeRecord | None, str]] = []
+            for e in self._out.get(target, []):
+                if e.kind is EdgeKind.RETRY:
+                    continue
+                if self.admits_walk(e.target, frozenset(covered), len(steps) + 1):
+                    onward.append((e, e.target))
+                else:
+                    self.stats.outcomes["no walk onward (not called)"] += 1
+            frontier.append(onward)
 
     def _sample(
         self,
