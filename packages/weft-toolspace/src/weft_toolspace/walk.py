@@ -173,6 +173,24 @@ def fill_arguments(
     node = graph.nodes[edge.target] if edge else None
     if edge is None or node is None or not node.examples:
         return None
+    if edge.kind is EdgeKind.STATE:
+        # The same pair seen carrying a value (create_ticket -> escalate_ticket: the ticket id
+        # the create returned): its routes take that value from the actual o_t. A state edge's
+        # own instance rebinds only what the two calls' *arguments* share, so the id stayed the
+        # recorded one, a ticket this walk never made (walk log, seeds 1 and 7: "ticket
+        # 'TIC-0008' not found"). The state relation is still checked on the call's outcome.
+        twin = next(
+            (
+                e
+                for e in graph.edges
+                if e.kind is EdgeKind.DATA and (e.source, e.target) == (edge.source, edge.target)
+            ),
+            None,
+        )
+        if twin is not None:
+            args = fill_arguments(graph, twin, prev_result, rng, prev_arguments, earlier)
+            if args is not None:
+                return args
     if edge.examples:
         ex = rng.choice(edge.examples)
         returns = [prev_result, *(earlier or [])]
