@@ -188,9 +188,9 @@ def fill_arguments(
             None,
         )
         if twin is not None:
-            args = fill_arguments(graph, twin, prev_result, rng, prev_arguments, earlier)
-            if args is not None:
-                return args
+            routed = fill_arguments(graph, twin, prev_result, rng, prev_arguments, earlier)
+            if routed is not None:
+                return routed
     if edge.examples:
         ex = rng.choice(edge.examples)
         returns = [prev_result, *(earlier or [])]
