@@ -5,7 +5,7 @@ Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attem
      --length 15 --envs 2 --min-count 2 --resolution 2.0] [--traces FILE] [--json FILE]
      [--keep DIR] [--examples crm,helpdesk,orders | all]
      (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
-     witnessed state pairs; --examples: the example MCPs of examples/mcps/, synthesized into
+     witnessed state pairs, KEEP/walk_log.jsonl every neighbour a walk tried and its outcome; --examples: the example MCPs of examples/mcps/, synthesized into
      weft-envsynth bundles and hosted in MegaMCP's bundle tier, are explored alongside the real
      servers)
 

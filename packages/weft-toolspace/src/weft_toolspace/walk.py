@@ -10,7 +10,9 @@ not covered yet while it lacks K; 1.0 is Eq. 3). After execution, a failed call 
 relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1} (if the
 failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the latest
 snapshot and the chain since is re-executed) and another neighbour is sampled. When no neighbour of
-v_t works, v_t itself is rolled back and another neighbour of v_{t-1} is sampled. A walk ends when
+v_t works, v_t itself is rolled back and another neighbour of v_{t-1} is sampled. A neighbour
+from which the graph holds no retained walk (given the chain so far, `admits_walk`) is not called
+at all. Every neighbour tried is logged with its outcome (`WalkStats.log`). A walk ends when
 it has L calls over K environments; it is discarded after too many rollbacks or when 2L calls still
 cover fewer than K environments.
 """
