@@ -5,7 +5,7 @@ Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attem
      --length 15 --envs 2 --min-count 2 --resolution 2.0] [--traces FILE] [--json FILE]
      [--keep DIR] [--examples crm,helpdesk,orders | all]
      (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
-     witnessed state pairs; --examples: the example MCPs of examples/mcps/, synthesized into
+     witnessed state pairs, KEEP/walk_log.jsonl every neighbour a walk tried and its outcome; --examples: the example MCPs of examples/mcps/, synthesized into
      weft-envsynth bundles and hosted in MegaMCP's bundle tier, are explored alongside the real
      servers)
 
@@ -122,6 +122,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         t1 = time.perf_counter()
         chains = await walker.run()
         times["walk_s"] = time.perf_counter() - t1
+        (out / "walk_log.jsonl").write_text("".join(json.dumps(x) + "\n" for x in walker.stats.log))
         (out / "chains.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in chains))
         t2 = time.perf_counter()
         # Acceptance replays from the stored s_0 each task names (as `weft run` rolls it out);
@@ -170,6 +171,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "walks_kept": walker.stats.kept,
         "rollbacks": walker.stats.rollbacks,
         "walks_discarded": dict(walker.stats.discarded),
+        "walk_outcomes": dict(walker.stats.outcomes),
         "tasks_accepted": sstats.accepted,
         "tasks_rejected": sstats.rejected,
         "duplicates": sstats.duplicates,
@@ -243,6 +245,7 @@ def main() -> None:
             f"{figures['walks_tried']} / {figures['walks_kept']} / {figures['rollbacks']}",
         ),
         ("walks discarded", json.dumps(figures["walks_discarded"])),
+        ("neighbours tried, by outcome", json.dumps(figures["walk_outcomes"])),
         ("tasks accepted by replay", figures["tasks_accepted"]),
         ("tasks rejected", json.dumps(figures["tasks_rejected"])),
         (

@@ -108,3 +108,37 @@ def test_it_never_repeats_the_call_it_just_made() -> None:
             p.observe(call[0], call[1], call[2], {"timezone": zone}, True)
             assert call != prev
             prev = call
+
+
+def _ticket_tools() -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    return {
+        "helpdesk": [
+            ("create_ticket", _schema("customer_id", "subject")),
+            ("get_ticket", _schema("ticket_id")),
+            ("add_comment", _schema("ticket_id", "body")),
+            ("assign_ticket", _schema("ticket_id")),
+            ("close_ticket", _schema("ticket_id", "resolution")),
+        ]
+    }
+
+
+def test_an_object_it_made_is_taken_through_different_tools_not_one_tool_again() -> None:
+    """A ticket the explorer opened is commented, assigned, closed: the same id flows from each
+    result into the next, different tool (the adjacent pairs data edges are mined from). The old
+    rule let a value into any two calls, so the ticket was dropped after two steps and the
+    explorer went back to `create_ticket` with the customer id it still had."""
+    ticket = {"ticket": {"ticket_id": "TIC-0009", "customer_id": "CUS-0001"}}
+    chained: list[int] = []
+    for seed in range(20):
+        p = ExplorerPolicy(_ticket_tools(), seed=seed, guess=0.0)
+        p.observe("crm", "list_customers", {}, {"items": [{"customer_id": "CUS-0001"}]}, True)
+        tools: list[str] = []
+        for _ in range(5):
+            mcp, tool, args = p.next_call()
+            p.observe(mcp, tool, args, ticket, True)
+            tools.append(tool)
+            if tool != "create_ticket" and args.get("ticket_id") != "TIC-0009":
+                break
+        # Distinct tools in a row that carried the ticket id.
+        chained.append(len(set(tools)) if len(tools) == len(set(tools)) else 0)
+    assert sum(n >= 4 for n in chained) >= 14, chained

@@ -153,3 +153,30 @@ def test_task_text_states_each_goal_once() -> None:
     cand = candidates(Chain(id="c", steps=[step, step.model_copy()]))
     assert len(cand.final) == 2
     assert [g.text for g in task_goals(cand)] == ["the file 'a.md' contains \"Ada: x\""]
+
+
+def test_a_state_edge_takes_the_id_the_actual_call_returned_not_the_recorded_one() -> None:
+    """create_ticket -> escalate_ticket is both a state and a data edge (the escalate needs the
+    ticket the create made). Walking the state edge used to keep the recorded ticket id (a
+    ticket of the recording, not of the walk: "not found" live); it takes the returned one."""
+
+    def tc(tool: str, args: dict, result: object) -> TraceCall:
+        return TraceCall(mcp="h", tool=tool, arguments=args, result=result, mutated=True)
+
+    traces = [
+        TraceRecord(
+            id=str(i),
+            source="ledger",
+            calls=[
+                tc("create_ticket", {"customer_id": "CUS-0001"}, {"ticket": {"ticket_id": f"TIC-000{i}"}}),
+                tc("escalate_ticket", {"ticket_id": f"TIC-000{i}"}, {"ticket": {"ticket_id": f"TIC-000{i}"}}),
+            ],
+        )
+        for i in range(7, 10)
+    ]  # fmt: skip
+    g = build_graph(traces, state_pairs={(str(i), 0) for i in range(7, 10)})
+    state = next(e for e in g.edges if e.kind is EdgeKind.STATE)
+    made = {"ticket": {"ticket_id": "TIC-0042"}}
+    for seed in range(5):
+        args = fill_arguments(g, state, made, random.Random(seed), {"customer_id": "CUS-0001"})
+        assert args == {"ticket_id": "TIC-0042"}, args

@@ -42,8 +42,50 @@ def _graph() -> ToolGraph:
     return ToolGraph(nodes=_nodes("a", "dead", "c", "d"), edges=edges)
 
 
+class _Failing(FakeMegaMCP):
+    """Calls of the tools in `fail` return an error (and the log of every call is kept)."""
+
+    def __init__(self, fail: set[str]) -> None:
+        super().__init__()
+        self.fail = fail
+        self.calls: list[str] = []
+
+    async def call_tool(self, group: str, mcp: str, tool: str, args: dict[str, Any]) -> FakeResult:
+        self.calls.append(tool)
+        if tool in self.fail:
+            self._last = mcp
+            return FakeResult(True, None, "not_found")
+        return await super().call_tool(group, mcp, tool, args)
+
+
 async def test_a_dead_end_is_rolled_back_and_another_neighbour_taken() -> None:
-    client = FakeMegaMCP()
+    """`dead` leads on in the graph (to `x`), but `x` fails live: `dead` has no neighbour that
+    works, so it is rolled back and the other neighbour of `a` is taken."""
+    g = _graph()
+    g.nodes.update(_nodes("x"))
+    g.edges += [_edge("dead", "x", 1.0), _edge("x", "c", 1.0)]
+    client = _Failing({"x"})
+    env_of = {"a": "e0", "dead": "e0", "x": "e0", "c": "e1", "d": "e1"}
+    walker = Walker(
+        client,  # type: ignore[arg-type]
+        g,
+        env_of,
+        WalkConfig(length=5, environments=2, attempts=4, seed=3),
+    )
+    chains = await walker.run()
+    assert walker.stats.kept == 4, walker.stats
+    assert walker.stats.rollbacks >= 1  # `dead` was tried (p = 0.95) and undone
+    assert walker.stats.outcomes["backtrack"] >= 1
+    for c in chains:
+        tools = [s.tool for s in c.steps]
+        assert tools[0] == "a" and "dead" not in tools and len(tools) == 5
+
+
+async def test_a_neighbour_the_graph_holds_no_walk_from_is_never_called() -> None:
+    """`dead` (p = 0.95) is a sink: no walk of L calls goes on from it, so the walk does not call
+    it and take it back; it goes to `c` (p = 0.05), whose cycle holds the walk. Before, most
+    rollbacks of the benchmark's walks were such calls into sinks (get_ticket, escalate_ticket)."""
+    client = _Failing(set())
     env_of = {"a": "e0", "dead": "e0", "c": "e1", "d": "e1"}
     walker = Walker(
         client,  # type: ignore[arg-type]
@@ -52,11 +94,14 @@ async def test_a_dead_end_is_rolled_back_and_another_neighbour_taken() -> None:
         WalkConfig(length=5, environments=2, attempts=4, seed=3),
     )
     chains = await walker.run()
-    assert walker.stats.kept == 4, walker.stats
-    assert walker.stats.rollbacks >= 1  # `dead` was tried (p = 0.95) and undone
-    for c in chains:
-        tools = [s.tool for s in c.steps]
-        assert tools[0] == "a" and "dead" not in tools and len(tools) == 5
+    assert walker.stats.kept == 4 and len(chains) == 4
+    assert "dead" not in client.calls, client.calls
+    assert walker.stats.rollbacks == 0
+    assert walker.stats.outcomes["no walk onward (not called)"] == 4
+    # Mid-walk: from `c` with one environment covered and 4 calls made, `d` still leads to a
+    # retained walk; from the sink `dead` none does.
+    assert walker.admits_walk("d", frozenset({"e0"}), 4)
+    assert not walker.admits_walk("dead", frozenset({"e0"}), 2)
 
 
 async def test_walks_start_only_where_k_environments_are_reachable() -> None:

@@ -53,7 +53,15 @@ class Fact:
     made: bool = False  # from the call's own arguments (what it made), not from its result
 
 
-USES = 2
+# A value is put into each tool once and into at most USES calls: an agent takes a ticket it
+# opened through comment, assignment and closing (different work on one object), but does not
+# convert the same time zone back and forth. (Was: any two calls, which ended an object's
+# lifecycle after two steps and left the recorded graph without the edges between them.)
+USES = 4
+# Weight factor per earlier call of a tool in this episode: an episode is a piece of work, not
+# one tool run over and over (the corpus had `create_ticket` after `create_ticket`, which made
+# the mined graph's only long walks self-loops).
+EPISODE_REPEAT = 0.3
 
 
 def _fkey(f: Fact) -> str:
@@ -64,12 +72,17 @@ def _fkey(f: Fact) -> str:
 class Memory:
     facts: list[Fact] = field(default_factory=list)
     fresh: list[Fact] = field(default_factory=list)  # what the last call showed or made
-    # How often each fact was put into a call: a value used twice is done with (the agent moves
-    # on instead of converting the same time zone back and forth).
+    # How often each fact was put into a call, and into which tools.
     used: Counter[str] = field(default_factory=Counter)
+    applied: set[tuple[str, str]] = field(default_factory=set)
 
-    def open_(self) -> list[Fact]:
-        return [f for f in self.fresh if self.used[_fkey(f)] < USES]
+    def open_(self, tool: str | None = None) -> list[Fact]:
+        """Fresh facts still to be used (by `tool`: not yet put into it)."""
+        return [
+            f
+            for f in self.fresh
+            if self.used[_fkey(f)] < USES and (tool is None or (_fkey(f), tool) not in self.applied)
+        ]
 
     def add(self, fact: Fact) -> None:
         if fact not in self.facts:
@@ -288,13 +301,15 @@ class ExplorerPolicy:
         self.recent: list[str] = []
         self.servers: list[str] = []
         self.previous: tuple[str, str, dict[str, Any]] | None = None
+        self.episode: Counter[str] = Counter()  # calls per tool in this episode
+        self.tool = ""  # the tool whose arguments are being made
 
     def _roles(self, tool: str, schema: dict[str, Any]) -> list[str]:
         return [r for a in schema.get("required", []) if (r := role(tool, a)) is not None]
 
     def follows(self, tool: str, schema: dict[str, Any]) -> bool:
         """Whether the tool can use a fact the last call showed or made."""
-        fresh = {f.kind for f in self.memory.open_()}
+        fresh = {f.kind for f in self.memory.open_(tool)}
         return any(k in fresh for r in self._roles(tool, schema) for k in _consumes(r))
 
     def fillable(self, tool: str, schema: dict[str, Any]) -> bool:
@@ -305,9 +320,10 @@ class ExplorerPolicy:
         """How much a goal-directed agent wants this call now: using what the last call showed
         beats using what it made; carrying a value to another server is what cross-environment
         work is; destroying or undoing is rarely the point."""
-        fresh_shown = {f.kind for f in self.memory.open_() if not f.made}
+        fresh_shown = {f.kind for f in self.memory.open_(tool) if not f.made}
         uses = {k for r in self._roles(tool, schema) for k in _consumes(r)}
         w = 3.0 if uses & fresh_shown else 1.0
+        w *= EPISODE_REPEAT ** self.episode[tool]
         if self.last is not None and mcp != self.last[0]:
             w *= 1.5
         if _verb(tool) in _UNDO:
@@ -322,6 +338,7 @@ class ExplorerPolicy:
                 break
             self.recent.pop()
             self.servers.pop()
+            self.episode[call[1]] -= 1
             call = self._next_call()
         self.previous = call
         return call
@@ -363,16 +380,18 @@ class ExplorerPolicy:
 
     def _make(self, choice: tuple[str, str, dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
         mcp, tool, schema = choice
+        self.tool = tool
         args: dict[str, Any] = {}
         for name in schema.get("required", []):
             args[name] = self._value(tool, name, schema.get("properties", {}).get(name, {}))
         self.recent.append(tool)
         self.servers.append(mcp)
+        self.episode[tool] += 1
         return mcp, tool, args
 
     def _fact(self, *kinds: str) -> Fact | None:
         """A fact of one of `kinds`, preferably one the last call showed (that is the data flow)."""
-        fresh = [f for f in self.memory.open_() if f.kind in kinds]
+        fresh = [f for f in self.memory.open_(self.tool) if f.kind in kinds]
         known = [f for f in self.memory.facts if f.kind in kinds]
         pick = (
             self.rng.choice(fresh)
@@ -381,6 +400,7 @@ class ExplorerPolicy:
         )
         if pick is not None:
             self.memory.used[_fkey(pick)] += 1
+            self.memory.applied.add((_fkey(pick), self.tool))
         return pick
 
     def _ref(self, kind: str, invent: Callable[[], str]) -> str:

@@ -10,7 +10,9 @@ not covered yet while it lacks K; 1.0 is Eq. 3). After execution, a failed call 
 relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1} (if the
 failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the latest
 snapshot and the chain since is re-executed) and another neighbour is sampled. When no neighbour of
-v_t works, v_t itself is rolled back and another neighbour of v_{t-1} is sampled. A walk ends when
+v_t works, v_t itself is rolled back and another neighbour of v_{t-1} is sampled. A neighbour
+from which the graph holds no retained walk (given the chain so far, `admits_walk`) is not called
+at all. Every neighbour tried is logged with its outcome (`WalkStats.log`). A walk ends when
 it has L calls over K environments; it is discarded after too many rollbacks or when 2L calls still
 cover fewer than K environments.
 """
@@ -78,6 +80,33 @@ class WalkStats:
     kept: int = 0
     rollbacks: int = 0
     discarded: Counter[str] = field(default_factory=Counter)
+    # One record per neighbour tried (chain, depth, source, target, edge kind, outcome, error):
+    # why walks of different tools fail is read from here, not guessed.
+    log: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+    def note(
+        self,
+        chain: str,
+        depth: int,
+        source: str | None,
+        target: str,
+        edge: EdgeRecord | None,
+        outcome: str,
+        error: str = "",
+    ) -> None:
+        self.outcomes[outcome] += 1
+        self.log.append(
+            {
+                "chain": chain,
+                "depth": depth,
+                "source": source,
+                "target": target,
+                "via": edge.kind.value if edge else None,
+                "outcome": outcome,
+                "error": error[:200],
+            }
+        )
 
 
 def _shape(path: str) -> str:
@@ -146,6 +175,24 @@ def fill_arguments(
     node = graph.nodes[edge.target] if edge else None
     if edge is None or node is None or not node.examples:
         return None
+    if edge.kind is EdgeKind.STATE:
+        # The same pair seen carrying a value (create_ticket -> escalate_ticket: the ticket id
+        # the create returned): its routes take that value from the actual o_t. A state edge's
+        # own instance rebinds only what the two calls' *arguments* share, so the id stayed the
+        # recorded one, a ticket this walk never made (walk log, seeds 1 and 7: "ticket
+        # 'TIC-0008' not found"). The state relation is still checked on the call's outcome.
+        twin = next(
+            (
+                e
+                for e in graph.edges
+                if e.kind is EdgeKind.DATA and (e.source, e.target) == (edge.source, edge.target)
+            ),
+            None,
+        )
+        if twin is not None:
+            routed = fill_arguments(graph, twin, prev_result, rng, prev_arguments, earlier)
+            if routed is not None:
+                return routed
     if edge.examples:
         ex = rng.choice(edge.examples)
         returns = [prev_result, *(earlier or [])]
@@ -285,6 +332,7 @@ class Walker:
         self.stats = WalkStats()
         self._out: dict[str, list[EdgeRecord]] = {}
         self._start_cache: list[str] | None = None
+        self._admits: dict[tuple[str, frozenset[str], int], bool] = {}
         for e in graph.edges:
             self._out.setdefault(e.source, []).append(e)
 
@@ -328,27 +376,38 @@ class Walker:
             self._start_cache = [k for k in out if self.admits_walk(k)]
         return self._start_cache
 
-    def admits_walk(self, start: str) -> bool:
+    def admits_walk(self, start: str, covered: frozenset[str] = frozenset(), done: int = 1) -> bool:
         """Whether the graph has a walk from `start` (nodes may repeat, any edge kind: a retry
         edge can be a step too) that is retained: at some length L <= t <= 2L it has covered K
-        environments. Covered sets are kept only up to K, so the search stays small."""
+        environments. `covered` and `done`: the environments and calls of the chain so far,
+        `start` its last call (a walk under way). Covered sets are kept only up to K, so the
+        search stays small."""
         length, k = self.cfg.length, self.cfg.environments
 
         def env(n: str) -> str:
             return self.env_of.get(n, "env-?")
 
-        frontier = {(start, frozenset({env(start)}))}
-        for t in range(1, 2 * length + 1):
+        first = covered | {env(start)}
+        if len(first) >= k:  # every covered set of size >= K is as good as any other
+            first = frozenset(f"*{i}" for i in range(k))
+        key = (start, first, done)
+        if key in self._admits:
+            return self._admits[key]
+        frontier = {(start, first)}
+        answer = False
+        for t in range(done, 2 * length + 1):
             if t >= length and any(len(c) >= k for _, c in frontier):
-                return True
+                answer = True
+                break
             nxt: set[tuple[str, frozenset[str]]] = set()
-            for node, covered in frontier:
+            for node, cov in frontier:
                 for e in self._out.get(node, []):
-                    nxt.add((e.target, covered if len(covered) >= k else covered | {env(e.target)}))
+                    nxt.add((e.target, cov if len(cov) >= k else cov | {env(e.target)}))
             if not nxt:
-                return False
+                break
             frontier = nxt
-        return False
+        self._admits[key] = answer
+        return answer
 
     async def _call(self, group: GroupHandle, step: ChainStep) -> tuple[bool, Any, bool]:
         res = await self.client.call_tool(group, step.mcp, step.tool, dict(step.arguments))
@@ -400,6 +459,7 @@ class Walker:
                     return None
                 frontier.pop()
                 dropped = steps.pop()
+                self.stats.note(chain_id, len(steps), None, dropped.node, None, "backtrack")
                 snaps = [x for x in snaps if x[0] <= len(steps)]
                 if dropped.mutated:
                     await self._rollback(group, steps, snaps)
@@ -419,8 +479,11 @@ class Walker:
                     earlier=[s.result for s in reversed(steps[:-1]) if not s.failed],
                 )
             )
+            source = steps[-1].node if steps else None
             if args is None:
-                continue  # not admissible: inputs not fillable from earlier returns
+                # not admissible: inputs not fillable from earlier returns
+                self.stats.note(chain_id, len(steps), source, target, edge, "not fillable")
+                continue
             step = ChainStep(
                 node=target,
                 mcp=node.mcp,
@@ -435,10 +498,15 @@ class Walker:
             if not ok and not violated and not mutated and retries and steps:
                 # A recoverable error (§4.1.2): kept as an observation; only a retry edge may follow.
                 step.result, step.failed = result, True
+                self.stats.note(
+                    chain_id, len(steps), source, target, edge, "recoverable", str(result)
+                )
                 steps.append(step)
                 frontier.append([(e, e.target) for e in retries])
                 continue
             if not ok or violated:
+                outcome = "violated" if violated and ok else "error"
+                self.stats.note(chain_id, len(steps), source, target, edge, outcome, str(result))
                 rollbacks += 1
                 self.stats.rollbacks += 1
                 if mutated:
@@ -448,12 +516,25 @@ class Walker:
                     return None
                 continue
             step.result, step.mutated = result, mutated
+            self.stats.note(chain_id, len(steps), source, target, edge, "ok")
             steps.append(step)
             if len(steps) % cfg.snapshot_every == 0:
                 snaps.append((len(steps), await self.client.snapshot(group)))
-            frontier.append(
-                [(e, e.target) for e in self._out.get(target, []) if e.kind is not EdgeKind.RETRY]
-            )
+            # Only neighbours from which the graph still holds a retained walk (L..2L calls over
+            # K environments, given the chain so far): the rest are sinks for this chain, and
+            # calling one only costs a live call and a rollback (the seed-7 walk log of main:
+            # most rollbacks were backtracks out of get_ticket / escalate_ticket, nodes without
+            # an out-edge).
+            covered = {s.environment for s in steps}
+            onward: list[tuple[EdgeRecord | None, str]] = []
+            for e in self._out.get(target, []):
+                if e.kind is EdgeKind.RETRY:
+                    continue
+                if self.admits_walk(e.target, frozenset(covered), len(steps) + 1):
+                    onward.append((e, e.target))
+                else:
+                    self.stats.outcomes["no walk onward (not called)"] += 1
+            frontier.append(onward)
 
     def _sample(
         self,
