@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -172,7 +173,9 @@ class Chromium:
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Page:
-        self._profile = tempfile.TemporaryDirectory(prefix="weft-chromium-")
+        self._profile = tempfile.TemporaryDirectory(
+            prefix="weft-chromium-", ignore_cleanup_errors=True
+        )
         self._proc = subprocess.Popen(
             [
                 self.binary,
@@ -185,6 +188,7 @@ class Chromium:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helper processes are stopped with it (_stop)
         )
         try:
             port = self._port(Path(self._profile.name) / "DevToolsActivePort")
@@ -225,15 +229,25 @@ class Chromium:
 
     def _stop(self) -> None:
         self._stack.close()
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(10)
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.terminate()
+                try:
+                    self._proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait(10)
+            # Chromium's helper processes outlive the browser for a moment and keep writing
+            # into the profile (a CI run failed removing it: "Directory not empty: 'Default'").
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
         if self._profile is not None:
-            self._profile.cleanup()
+            for _ in range(20):
+                shutil.rmtree(self._profile.name, ignore_errors=True)
+                if not os.path.exists(self._profile.name):
+                    break
+                time.sleep(0.1)
+            self._profile.cleanup()  # ignore_cleanup_errors: a throwaway profile never fails a run
 
     def __exit__(
         self,
