@@ -32,9 +32,9 @@ from weft_envsynth._internal.behaviourchecks import BehaviourChecks
 from weft_envsynth._internal.callgen import CallGenerator
 from weft_envsynth._internal.computechecks import ComputeChecks
 from weft_envsynth._internal.dbstate import (
+    DbReader,
     Rows,
     diff_rows,
-    read_db,
     read_workspace,
     same_row,
     same_value,
@@ -139,6 +139,7 @@ class _Validator(
         )
         self.checks: list[CheckRecord] = []
         self._n = 0
+        self.reader = DbReader(db, model)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -157,7 +158,7 @@ class _Validator(
         return _Call(bool(res.is_error), data, text, shaped)
 
     def state(self) -> Rows:
-        return read_db(self.db, self.model)
+        return self.reader.read()
 
     def record(
         self,
@@ -802,37 +803,40 @@ async def validate_async(
                 return report
             async with Client(server) as client:
                 v = _Validator(spec, model, contracts, client, db, ws, bindings)
-                ok = await v.structural()
-                by_tool = {c.tool: c for c in contracts.contracts}
-                order = sorted(
-                    (t for t in spec.tools if t.name in ok and t.name in by_tool),
-                    key=lambda t: _ORDER.get(by_tool[t.name].operation, 5),
-                )
-                for tool in order:
+                try:
+                    ok = await v.structural()
+                    by_tool = {c.tool: c for c in contracts.contracts}
+                    order = sorted(
+                        (t for t in spec.tools if t.name in ok and t.name in by_tool),
+                        key=lambda t: _ORDER.get(by_tool[t.name].operation, 5),
+                    )
+                    for tool in order:
+                        try:
+                            await v.run_tool(tool, by_tool[tool.name])
+                        except Exception as exc:  # the validator must survive any server behaviour
+                            v.record(
+                                tool.name,
+                                "execution",
+                                "normal",
+                                False,
+                                "runtime",
+                                f"{type(exc).__name__}: {exc}"[:300],
+                            )
+                    served = {t.name for t in order}
                     try:
-                        await v.run_tool(tool, by_tool[tool.name])
+                        await v.behaviour_probes(served)
                     except Exception as exc:  # the validator must survive any server behaviour
                         v.record(
-                            tool.name,
-                            "execution",
-                            "normal",
+                            sorted(served)[0] if served else spec.tools[0].name,
+                            "behaviour_probes",
+                            "behaviour",
                             False,
                             "runtime",
                             f"{type(exc).__name__}: {exc}"[:300],
                         )
-                served = {t.name for t in order}
-                try:
-                    await v.behaviour_probes(served)
-                except Exception as exc:  # the validator must survive any server behaviour
-                    v.record(
-                        sorted(served)[0] if served else spec.tools[0].name,
-                        "behaviour_probes",
-                        "behaviour",
-                        False,
-                        "runtime",
-                        f"{type(exc).__name__}: {exc}"[:300],
-                    )
-                report.checks = v.checks
+                    report.checks = v.checks
+                finally:
+                    v.reader.close()
     finally:
         release_session(session_id)
         unload_bundle(server_mod)

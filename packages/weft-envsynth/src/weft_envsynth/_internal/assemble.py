@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,27 @@ def format_sources(paths: list[Path]) -> bool:
     return True
 
 
+# Writing a bundle's sources and building its seed both need the tables of the same models.py;
+# running it defines every model class again (a few percent of certifying a bundle). The metadata
+# is only read (rendered into a migration, inserted into), so one per distinct source is kept.
+_METADATA_CACHE_SIZE = 32
+_metadata_cache: OrderedDict[str, sa.MetaData] = OrderedDict()
+
+
 def load_metadata(models_py: Path) -> sa.MetaData:
-    name = "_weft_models_" + hashlib.sha256(models_py.read_bytes()).hexdigest()[:12]
+    name = "_weft_models_" + hashlib.sha256(models_py.read_bytes()).hexdigest()[:24]
+    cached = _metadata_cache.get(name)
+    if cached is not None:
+        _metadata_cache.move_to_end(name)
+        return cached
     spec = importlib.util.spec_from_file_location(name, models_py)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     metadata: sa.MetaData = module.Base.metadata
+    _metadata_cache[name] = metadata
+    while len(_metadata_cache) > _METADATA_CACHE_SIZE:
+        _metadata_cache.popitem(last=False)
     return metadata
 
 

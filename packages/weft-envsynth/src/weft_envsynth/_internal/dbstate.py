@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,22 +17,67 @@ Rows = dict[str, dict[Any, dict[str, Any]]]
 
 def read_db(db_path: Path, model: EntityModel) -> Rows:
     """{table: {key: row}} for every entity table, values normalized to the entity's field types."""
-    out: Rows = {}
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        for e in model.entities:
-            try:
-                cur = conn.execute(f'SELECT * FROM "{e.name}"')
-            except sqlite3.OperationalError:
-                continue
-            cols = [d[0] for d in cur.description]
-            table: dict[Any, dict[str, Any]] = {}
-            for values in cur.fetchall():
-                row = _normalize(e, dict(zip(cols, values, strict=True)))
-                table[row.get(e.key)] = row
-            out[e.name] = table
+        return _read(conn, model)
     finally:
         conn.close()
+
+
+class DbReader:
+    """`read_db` of one DB, read again only when the DB changed since the last read.
+
+    Validation reads the whole DB before and after every call, and most calls change nothing
+    (reads, refused calls); those reads were a sixth of certifying a bundle. One read-only
+    connection is kept; SQLite's `PRAGMA data_version` changes when another connection commits,
+    and the file's identity (device, inode, size, modification time) catches a file replaced or
+    rewritten outside SQLite. Not caught (nor by SQLite's own page cache): a file rewritten in
+    place, outside SQLite, to the same size within one tick of the file system's clock. Every
+    read returns fresh dicts, so a caller may change what it got.
+    """
+
+    def __init__(self, db_path: Path, model: EntityModel) -> None:
+        self.db_path = db_path
+        self.model = model
+        self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int, int, int] | None = None
+        self._version = -1
+        self._rows: Rows = {}
+
+    def read(self) -> Rows:
+        st = os.stat(self.db_path)
+        file = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._conn is None or file != self._file:
+            # A file changed outside this connection's view: a new connection, so that no page
+            # SQLite cached from the old contents is used either.
+            self.close()
+            self._conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
+            self._file = file
+        version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        if version != self._version or not self._rows:
+            self._rows = _read(self._conn, self.model)
+            self._version = version
+        return {t: {k: dict(r) for k, r in table.items()} for t, table in self._rows.items()}
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._file, self._version, self._rows = None, None, -1, {}
+
+
+def _read(conn: sqlite3.Connection, model: EntityModel) -> Rows:
+    out: Rows = {}
+    for e in model.entities:
+        try:
+            cur = conn.execute(f'SELECT * FROM "{e.name}"')
+        except sqlite3.OperationalError:
+            continue
+        cols = [d[0] for d in cur.description]
+        table: dict[Any, dict[str, Any]] = {}
+        for values in cur.fetchall():
+            row = _normalize(e, dict(zip(cols, values, strict=True)))
+            table[row.get(e.key)] = row
+        out[e.name] = table
     return out
 
 
