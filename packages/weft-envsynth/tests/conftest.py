@@ -12,6 +12,14 @@ ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "mcps"
 
 
+@pytest.fixture(autouse=True)
+def _verify_db_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every validation in these tests checks that no check changes rows a DB read shared."""
+    from weft_envsynth import validate
+
+    monkeypatch.setattr(validate, "VERIFY_READS", True)
+
+
 def example_paths() -> list[Path]:
     return sorted(EXAMPLES.glob("*.json"))
 

@@ -7,6 +7,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from weft_core.models import Entity, EntityField, EntityModel
 from weft_envsynth._internal.dbstate import DbReader, read_db
 
@@ -70,13 +72,16 @@ def test_a_replaced_file_is_read_afresh(tmp_path: Path) -> None:
         reader.close()
 
 
-def test_what_a_caller_changes_does_not_leak_into_the_next_read(tmp_path: Path) -> None:
+def test_an_unchanged_db_is_not_read_again_and_a_caller_s_change_is_caught(
+    tmp_path: Path,
+) -> None:
     db = _db(tmp_path / "s.sqlite", [(1, "a", 1)])
-    reader = DbReader(db, MODEL)
+    reader = DbReader(db, MODEL, verify=True)
     try:
         first = reader.read()
+        assert reader.read() is first  # shared: nothing changed
         first["ticket"][1]["title"] = "scribbled"
-        first["ticket"][2] = {"id": 2}
-        assert reader.read() == {"ticket": {1: {"id": 1, "title": "a", "open": True}}}
+        with pytest.raises(RuntimeError, match="changed by a caller"):
+            reader.read()
     finally:
         reader.close()

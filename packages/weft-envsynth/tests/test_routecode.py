@@ -4,8 +4,10 @@ revised from the evidence of its failures, kept in the bundle and served when it
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -436,3 +438,34 @@ def test_route_code_runs_in_one_transaction_under_a_time_limit(
     # results are JSON; something else is an error
     err, _ = _run_on_seed(work, "def route(args, db):\n    return [1]\n", {})
     assert err == "internal_error: route code returned list, not a dict"
+
+
+def test_a_garbage_collection_during_route_code_is_not_the_code_s_time(
+    tmp_path: Path,
+    helpdesk_spec: MCPSpec,
+    products: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host's full collection can take longer than the limit (0.6 s measured in this suite)."""
+    monkeypatch.setenv("WEFT_ENVSYNTH_CODE_TIME_LIMIT_S", "0.3")
+    work = _work(tmp_path, helpdesk_spec, products)
+
+    def slow_collection(phase: str, info: dict[str, Any]) -> None:
+        # Stands for a large heap: 0.1 s of CPU inside each collection (callbacks run in list
+        # order, so at "stop" this runs before the route's own callback closes the interval).
+        if phase == "stop":
+            end = time.thread_time() + 0.1
+            while time.thread_time() < end:
+                pass
+
+    # Cheap code that allocates: the collections it triggers cost far more than the code.
+    allocating = (
+        "def route(args, db):\n    rows = [[i] for i in range(20000)]\n"
+        "    return {'n': len(rows)}\n"
+    )
+    gc.callbacks.append(slow_collection)
+    try:
+        out, _ = _run_on_seed(work, allocating, {})
+    finally:
+        gc.callbacks.remove(slow_collection)
+    assert out == {"n": 20000}

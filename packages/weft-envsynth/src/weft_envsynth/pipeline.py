@@ -258,12 +258,20 @@ def synthesize_files(
     else:
         # No max_tasks_per_child: on Python 3.11 replacing a retired worker can hang the pool.
         # Bundles are unloaded after validation, so a long-lived worker does not accumulate them.
+        # Largest specs first (size stands for tool count): a 250-tool spec started last would
+        # leave the other workers idle at the end.
+        order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = {
                 pool.submit(
-                    synthesize_file, p, out_dir, model=model, rounds=rounds, bundle_name=names[i]
+                    synthesize_file,
+                    files[i],
+                    out_dir,
+                    model=model,
+                    rounds=rounds,
+                    bundle_name=names[i],
                 ): i
-                for i, p in enumerate(files)
+                for i in order
             }
             for fut in as_completed(futures):
                 i = futures[fut]
@@ -278,6 +286,13 @@ def synthesize_files(
                 if on_result:
                     on_result(results[i])
     return [results[i] for i in range(len(files))]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def bundle_names(paths: list[str]) -> list[str | None]:

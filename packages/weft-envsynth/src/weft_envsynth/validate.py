@@ -56,6 +56,10 @@ from weft_envsynth.plans import CheckRecord, IssueCategory, ValidationReport
 if TYPE_CHECKING:  # fastmcp is imported where a server is validated, not at import
     from fastmcp import Client
 
+# Tests set this: every DB read also checks that no check changed rows an earlier read returned
+# (reads of an unchanged DB share their rows; see DbReader).
+VERIFY_READS = False
+
 _ORDER = {
     "read": 0,
     "list": 0,
@@ -139,7 +143,7 @@ class _Validator(
         )
         self.checks: list[CheckRecord] = []
         self._n = 0
-        self.reader = DbReader(db, model)
+        self.reader = DbReader(db, model, verify=VERIFY_READS)
 
     # -- plumbing ---------------------------------------------------------------------------
 

@@ -32,13 +32,17 @@ class DbReader:
     connection is kept; SQLite's `PRAGMA data_version` changes when another connection commits,
     and the file's identity (device, inode, size, modification time) catches a file replaced or
     rewritten outside SQLite. Not caught (nor by SQLite's own page cache): a file rewritten in
-    place, outside SQLite, to the same size within one tick of the file system's clock. Every
-    read returns fresh dicts, so a caller may change what it got.
+    place, outside SQLite, to the same size within one tick of the file system's clock.
+
+    Reads of an unchanged DB return the same objects (copying every row was half the cost of a
+    read on large bundles): callers must not modify what they get. With `verify` (tests), every
+    read also reads the DB afresh and raises `RuntimeError` if a caller changed the cached rows.
     """
 
-    def __init__(self, db_path: Path, model: EntityModel) -> None:
+    def __init__(self, db_path: Path, model: EntityModel, *, verify: bool = False) -> None:
         self.db_path = db_path
         self.model = model
+        self.verify = verify
         self._conn: sqlite3.Connection | None = None
         self._file: tuple[int, int, int, int] | None = None
         self._version = -1
@@ -53,11 +57,13 @@ class DbReader:
             self.close()
             self._conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True)
             self._file = file
-        version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        version = int(self._conn.execute("PRAGMA data_version").fetchall()[0][0])  # no open read
         if version != self._version or not self._rows:
             self._rows = _read(self._conn, self.model)
             self._version = version
-        return {t: {k: dict(r) for k, r in table.items()} for t, table in self._rows.items()}
+        elif self.verify and _read(self._conn, self.model) != self._rows:
+            raise RuntimeError(f"{self.db_path}: rows read earlier were changed by a caller")
+        return self._rows
 
     def close(self) -> None:
         if self._conn is not None:
