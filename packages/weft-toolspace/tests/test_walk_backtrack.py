@@ -248,3 +248,19 @@ async def test_a_repeat_is_taken_only_when_nothing_else_reaches_min_length() -> 
 def test_min_length_may_not_exceed_max_length() -> None:
     with pytest.raises(ValueError, match="min_length"):
         WalkConfig(min_length=9, max_length=5)
+
+
+async def test_a_complete_chain_whose_continuations_fail_ends_instead_of_being_lost() -> None:
+    """After min_length calls over K environments every neighbour of `b` fails live: the chain
+    a, b ends there (more failures than max_rollbacks), it is not discarded."""
+    g = ToolGraph(
+        nodes=_nodes("a", "b", "x1", "x2", "x3"),
+        edges=[_edge("a", "b", 1.0), *(_edge("b", f"x{i}", 1.0) for i in (1, 2, 3))],
+    )
+    env_of = {"a": "e0", "b": "e1", "x1": "e1", "x2": "e1", "x3": "e1"}
+    cfg = WalkConfig(min_length=2, max_length=30, environments=2, attempts=2, max_rollbacks=1)
+    client = _Failing({"x1", "x2", "x3"})
+    walker = Walker(client, g, env_of, cfg)  # type: ignore[arg-type]
+    chains = await walker.run()
+    assert [[s.tool for s in c.steps] for c in chains] == [["a", "b"]] * 2
+    assert walker.stats.ended == {"too many rollbacks": 2} and not walker.stats.discarded

@@ -113,7 +113,9 @@ class WalkStats:
     kept: int = 0
     rollbacks: int = 0
     discarded: Counter[str] = field(default_factory=Counter)
-    # Why each kept chain ended: "no new work", "no neighbour", "max length".
+    # Why each kept chain ended: "no new work", "no neighbour", "max length", "too many
+    # rollbacks" (after min_length calls over K environments a chain whose continuations keep
+    # failing ends there instead of being discarded).
     ended: Counter[str] = field(default_factory=Counter)
     # One record per neighbour tried (chain, depth, source, target, edge kind, outcome, error):
     # why walks of different tools fail is read from here, not guessed.
@@ -387,6 +389,8 @@ class Walker:
                 if mutated:
                     await self._rollback(group, steps, snaps)
                 if rollbacks > cfg.max_rollbacks:
+                    if complete:  # a chain that may end here ends here, it is not lost
+                        return kept("too many rollbacks")
                     self.stats.discarded["too many rollbacks"] += 1
                     return None
                 continue
