@@ -350,16 +350,14 @@ class ExplorerPolicy:
 
     def _weight(self, mcp: str, tool: str, schema: dict[str, Any]) -> float:
         """How much a goal-directed agent wants this call now: using what the last call showed
-        beats using what it made, and acting on an object it showed (an argument that names it:
-        the ticket id a note read back mentions) beats mentioning it in a text (copying the note
-        into another file); carrying a value to another server is what cross-environment work
-        is; destroying or undoing is rarely the point."""
+        beats using what it made; carrying a value to another server is what cross-environment
+        work is; destroying or undoing is rarely the point. (h16f tried weighting "acting on an
+        object the last call showed" twice "mentioning it in a text": the seed-7 corpus then
+        spread over more distinct pairs and its pruned graph admitted no walk; without it, 8 of 8
+        walks were kept. RESULTS.md, h16f.)"""
         fresh_shown = {f.kind for f in self.memory.open_(tool) if not f.made}
         uses = {k for r in self._roles(tool, schema) for k in _consumes(r)}
-        names = {k for r in self._refs(tool, schema) for k in _consumes(r)}
         w = 3.0 if any(_is(f, k) for f in fresh_shown for k in uses) else 1.0
-        if any(_is(f, k) for f in fresh_shown for k in names):
-            w *= 2.0
         w *= EPISODE_REPEAT ** self.episode[tool]
         if self.last is not None and mcp != self.last[0]:
             w *= 1.5
