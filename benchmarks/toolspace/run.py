@@ -2,7 +2,8 @@
 servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier on 127.0.0.1.
 
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
-     --length 15 --envs 2 --min-count 2 --resolution 2.0] [--traces FILE] [--json FILE]
+     --length 30 --min-length 5 --repeat-weight 0 --envs 2 --min-count 2 --resolution 2.0]
+     [--traces FILE] [--json FILE]
      [--keep DIR] [--examples crm,helpdesk,orders | all]
      (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
      witnessed state pairs, KEEP/walk_log.jsonl every neighbour a walk tried and its outcome; --examples: the example MCPs of examples/mcps/, synthesized into
@@ -15,8 +16,10 @@ from s_0 seeded from recorded outputs, and walks and acceptance replays start fr
 
 Prints: edges by type with their share, edges by source (between real servers, between example
 MCPs, or across the two) (paper: data 69%, state 25%, retry 6%), nodes, clusters by
-kind, walks tried / kept / rollbacks, tasks accepted by replay from s0, mean and maximum calls and
-environments per task (paper: 18.86 calls, 2.29 environments), and the precision of data edges on
+kind, walks tried / kept / rollbacks and why kept walks ended, tasks accepted by replay from s0,
+calls per task (mean, median, max and the distribution: a walk's length is an outcome, L =
+--length is only its maximum), distinct tools and environments per task (paper: 18.86 calls,
+2.29 environments), and the precision of data edges on
 the hand-checked sample in `data_edge_labels.json` (edges keyed `source -> target`, labelled by
 reading the recorded pairs; edges not in the sample are counted as unlabelled).
 
@@ -112,7 +115,9 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             bundles=mat.bundles,
         )
         cfg = WalkConfig(
-            length=args.length,
+            max_length=args.length,
+            min_length=args.min_length,
+            repeat_weight=args.repeat_weight,
             environments=args.envs,
             attempts=args.attempts,
             seed=args.seed,
@@ -176,8 +181,17 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "tasks_rejected": sstats.rejected,
         "duplicates": sstats.duplicates,
         "revisit_decay": args.revisit_decay,
+        "repeat_weight": args.repeat_weight,
+        "min_length": args.min_length,
+        "max_length": args.length,
+        "walks_ended": dict(walker.stats.ended),
+        "calls_per_walk": sorted(len(c.steps) for c in chains),
+        "calls_per_task": sorted(calls),
         "calls_per_task_mean": statistics.mean(calls) if calls else 0.0,
+        "calls_per_task_median": statistics.median(calls) if calls else 0.0,
         "calls_per_task_max": max(calls, default=0),
+        "calls_per_task_distribution": dict(sorted(Counter(calls).items())),
+        "distinct_tools_per_task": sorted(distinct),
         "distinct_tools_per_task_mean": statistics.mean(distinct) if distinct else 0.0,
         "distinct_tools_per_task_max": max(distinct, default=0),
         "envs_per_task_mean": statistics.mean(env_counts) if env_counts else 0.0,
@@ -194,7 +208,21 @@ def main() -> None:
     p.add_argument("--episodes", type=int, default=16)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--attempts", type=int, default=12)
-    p.add_argument("--length", type=int, default=15)
+    p.add_argument(
+        "--length", type=int, default=WalkConfig().max_length, help="L: most calls per walk"
+    )
+    p.add_argument(
+        "--min-length",
+        type=int,
+        default=WalkConfig().min_length,
+        help="least calls of a kept walk (it ends on its own after, when no new work is left)",
+    )
+    p.add_argument(
+        "--repeat-weight",
+        type=float,
+        default=WalkConfig().repeat_weight,
+        help="weight factor of a neighbour repeating a (tool, object) pair (1.0: Eq. 3)",
+    )
     p.add_argument("--envs", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--min-count", type=int, default=2, help="prune edges seen fewer times")
@@ -245,13 +273,17 @@ def main() -> None:
             f"{figures['walks_tried']} / {figures['walks_kept']} / {figures['rollbacks']}",
         ),
         ("walks discarded", json.dumps(figures["walks_discarded"])),
+        ("kept walks ended by", json.dumps(figures["walks_ended"])),
         ("neighbours tried, by outcome", json.dumps(figures["walk_outcomes"])),
         ("tasks accepted by replay", figures["tasks_accepted"]),
         ("tasks rejected", json.dumps(figures["tasks_rejected"])),
         (
-            "calls per task mean / max",
-            f"{figures['calls_per_task_mean']:.2f} / {figures['calls_per_task_max']}",
+            "calls per task mean / median / max",
+            f"{figures['calls_per_task_mean']:.2f} / {figures['calls_per_task_median']} / "
+            f"{figures['calls_per_task_max']}",
         ),
+        ("calls per task: tasks", json.dumps(figures["calls_per_task_distribution"])),
+        ("calls per kept walk", json.dumps(figures["calls_per_walk"])),
         (
             "distinct tools per task mean / max",
             f"{figures['distinct_tools_per_task_mean']:.2f} / "

@@ -51,7 +51,7 @@ def _reply(i: int, content: Any) -> dict[str, Any]:
 
 
 def _walk_cfg(attempts: int = 3) -> WalkConfig:
-    return WalkConfig(length=2, environments=1, attempts=attempts, seed=1)
+    return WalkConfig(min_length=2, max_length=2, environments=1, attempts=attempts, seed=1)
 
 
 def kennel_transcript(trace_id: str, name: str) -> TraceRecord:

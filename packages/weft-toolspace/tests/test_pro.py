@@ -74,9 +74,10 @@ def test_outside_tools_are_linked_by_data_and_state_edges_only() -> None:
 
 
 async def test_pro_walks_are_longer_and_cross_more_environments() -> None:
-    base = WalkConfig(length=3, environments=1, attempts=4, seed=2)
+    base = WalkConfig(min_length=3, max_length=3, environments=1, attempts=4, seed=2)
     pro = ProConfig(hops=2)
-    assert (pro.walk(base).length, pro.walk(base).environments) == (6, 2)
+    assert (pro.walk(base).max_length, pro.walk(base).environments) == (6, 2)
+    assert pro.walk(base).min_length == 6
     graph = _graph()
     env = link_outside(graph, ["bench"], hops=pro.hops)
     own = subgraph(graph, set(env.base_nodes))

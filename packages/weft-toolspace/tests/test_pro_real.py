@@ -34,15 +34,15 @@ async def test_pro_links_memory_into_sqlite_and_walks_longer(
         graph,
         ["sqlite"],
         tmp_path / "pro",
-        base=WalkConfig(length=2, environments=1, attempts=3, seed=1),
+        base=WalkConfig(min_length=2, max_length=2, environments=1, attempts=3, seed=1),
         pro=ProConfig(),
     )
     assert run.linked_servers == ["memory"]
     linked = {t.tool: t for t in run.linked}
     assert "create_entities" in linked
     assert any("read_query" in v and "-data->" in v for v in linked["create_entities"].via)
-    assert (run.base.length, run.base.environments) == (2, 1)
-    assert (run.pro.length, run.pro.environments) == (4, 2)
+    assert (run.base.max_length, run.base.environments) == (2, 1)
+    assert (run.pro.max_length, run.pro.environments) == (4, 2)
     assert run.base.kept and run.pro.kept, run
     assert run.base.servers_covered == ["sqlite"]
     assert run.pro.servers_covered == ["memory", "sqlite"]

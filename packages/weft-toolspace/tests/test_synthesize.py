@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import random
 
+from weft_toolspace.fill import fill_arguments
 from weft_toolspace.graph import build_graph
 from weft_toolspace.models import Chain, ChainStep, EdgeKind, TraceCall, TraceRecord
 from weft_toolspace.synthesize import candidates, deduplicate, to_task_graph
-from weft_toolspace.walk import fill_arguments
 
 
 def _s(mcp: str, tool: str, args: dict, result: object, mutated: bool = False) -> ChainStep:

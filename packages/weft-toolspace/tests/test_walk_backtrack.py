@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from weft_toolspace.graph import ToolGraph
 from weft_toolspace.models import EdgeKind, EdgeRecord, NodeRecord
 from weft_toolspace.testing import FakeMegaMCP, FakeResult
@@ -70,7 +72,7 @@ async def test_a_dead_end_is_rolled_back_and_another_neighbour_taken() -> None:
         client,  # type: ignore[arg-type]
         g,
         env_of,
-        WalkConfig(length=5, environments=2, attempts=4, seed=3),
+        WalkConfig(min_length=5, max_length=5, environments=2, attempts=4, seed=3),
     )
     chains = await walker.run()
     assert walker.stats.kept == 4, walker.stats
@@ -91,7 +93,7 @@ async def test_a_neighbour_the_graph_holds_no_walk_from_is_never_called() -> Non
         client,  # type: ignore[arg-type]
         _graph(),
         env_of,
-        WalkConfig(length=5, environments=2, attempts=4, seed=3),
+        WalkConfig(min_length=5, max_length=5, environments=2, attempts=4, seed=3),
     )
     chains = await walker.run()
     assert walker.stats.kept == 4 and len(chains) == 4
@@ -138,7 +140,7 @@ async def test_no_walk_is_tried_where_the_graph_holds_none_of_length_l_over_k_en
         client,  # type: ignore[arg-type]
         g,
         env_of,
-        WalkConfig(length=5, environments=2, attempts=3, seed=3),
+        WalkConfig(min_length=5, max_length=5, environments=2, attempts=3, seed=3),
     )
     assert not walker.admits_walk("a")
     assert await walker.run() == []
@@ -153,9 +155,9 @@ async def test_no_walk_is_tried_where_the_graph_holds_none_of_length_l_over_k_en
 
 async def test_a_heavy_self_loop_does_not_make_the_chain_one_repeated_call() -> None:
     """In a small mined graph the heaviest edge is often a self-loop (`create_ticket` after
-    `create_ticket`). Eq. 3 alone then reaches L by repeating one call; with `revisit_decay` a
-    neighbour the chain already called weighs less each time, so the other tools get their turn.
-    The same seed with the default decay 1.0 (Eq. 3 exactly) repeats the loop."""
+    `create_ticket`). Eq. 3 alone (`repeat_weight` 1.0) then fills the chain by repeating one
+    call; with repeats set aside (`repeat_weight` 0.0, the default) or with `revisit_decay` the
+    other tools get their turn."""
     g = ToolGraph(
         nodes=_nodes("a", "b", "c", "d"),
         edges=[
@@ -168,12 +170,97 @@ async def test_a_heavy_self_loop_does_not_make_the_chain_one_repeated_call() -> 
     )
     env_of = {"a": "e0", "b": "e0", "c": "e1", "d": "e1"}
 
-    async def distinct(decay: float) -> list[int]:
-        cfg = WalkConfig(length=8, environments=1, attempts=12, seed=5, revisit_decay=decay)
+    async def distinct(decay: float, repeat: float) -> list[int]:
+        cfg = WalkConfig(
+            min_length=8,
+            max_length=8,
+            environments=1,
+            attempts=12,
+            seed=1,
+            revisit_decay=decay,
+            repeat_weight=repeat,
+        )
         chains = await Walker(FakeMegaMCP(), g, env_of, cfg).run()  # type: ignore[arg-type]
         assert len(chains) == 12
         return [len({s.tool for s in c.steps}) for c in chains]
 
-    eq3 = await distinct(WalkConfig().revisit_decay)
-    assert min(eq3) == 1 and sum(d <= 2 for d in eq3) >= 3  # a, a, a, ... (seed 5)
-    assert min(await distinct(0.25)) == 4  # a, b, c, d, a, ...
+    eq3 = await distinct(1.0, 1.0)
+    assert min(eq3) == 1 and sum(d <= 2 for d in eq3) >= 3  # a, a, a, ... (seed 1)
+    assert min(await distinct(0.25, 1.0)) == 4  # a, b, c, d, a, ...
+    assert min(await distinct(1.0, WalkConfig().repeat_weight)) == 4
+
+
+def _cycle() -> tuple[ToolGraph, dict[str, str]]:
+    """`a` calls itself (w 0.9) or goes round b, c, d back to `a`; a call of one node always
+    does the same work here (no arguments, so no object: `work.work_of`)."""
+    g = ToolGraph(
+        nodes=_nodes("a", "b", "c", "d"),
+        edges=[
+            _edge("a", "a", 0.9),
+            _edge("a", "b", 0.1),
+            _edge("b", "c", 1.0),
+            _edge("c", "d", 1.0),
+            _edge("d", "a", 1.0),
+        ],
+    )
+    return g, {"a": "e0", "b": "e0", "c": "e1", "d": "e1"}
+
+
+async def test_a_walk_ends_on_its_own_when_only_repeats_are_left() -> None:
+    """L is a maximum: with min_length 3 and max_length 30 every chain does the four tools once
+    (a, b, c, d) and ends at d, whose only neighbour `a` would repeat work the chain did. Before,
+    every chain had exactly L calls (here 30: `a` and the cycle over and over)."""
+    g, env_of = _cycle()
+    cfg = WalkConfig(min_length=3, max_length=30, environments=2, attempts=6, seed=5)
+    walker = Walker(FakeMegaMCP(), g, env_of, cfg)  # type: ignore[arg-type]
+    chains = await walker.run()
+    assert len(chains) == 6
+    assert {tuple(s.tool for s in c.steps) for c in chains} == {("a", "b", "c", "d")}
+    assert {c.ended for c in chains} == {"no new work"}
+    assert walker.stats.ended == {"no new work": 6}
+    # At max_length the chain is cut whatever is left to do.
+    short = cfg.model_copy(update={"min_length": 2, "max_length": 3})
+    cut = await Walker(FakeMegaMCP(), g, env_of, short).run()  # type: ignore[arg-type]
+    assert {len(c.steps) for c in cut} == {3} and {c.ended for c in cut} == {"max length"}
+
+
+async def test_a_repeat_is_taken_only_when_nothing_else_reaches_min_length() -> None:
+    """`a` -> `b` reaches the second environment but `b` is a sink: below min_length 4 the only
+    continuation that can still make a retained chain is `a` again (the lookahead does not offer
+    `b`), so the walk repeats `a` until `b` completes it: a, a, a, b. Avoiding the repeat
+    there would dead-end every walk (h16e: a revisit decay of 0.25 kept 0 of 8)."""
+    g = ToolGraph(nodes=_nodes("a", "b"), edges=[_edge("a", "a", 0.5), _edge("a", "b", 0.5)])
+    env_of = {"a": "e0", "b": "e1"}
+    cfg = WalkConfig(min_length=4, max_length=30, environments=2, attempts=4, seed=1)
+    walker = Walker(FakeMegaMCP(), g, env_of, cfg)  # type: ignore[arg-type]
+    chains = await walker.run()
+    assert [[s.tool for s in c.steps] for c in chains] == [["a", "a", "a", "b"]] * 4
+    assert {c.ended for c in chains} == {"no neighbour"}
+    assert walker.stats.outcomes["repeat taken"] == 8 and walker.stats.rollbacks == 0
+    # The lookahead follows the lengths: from `a` a walk of 4..30 calls over both exists, not
+    # one of at least 31.
+    assert walker.admits_walk("a")
+    long = cfg.model_copy(update={"min_length": 31, "max_length": 40})
+    assert Walker(FakeMegaMCP(), g, env_of, long).admits_walk("a")  # type: ignore[arg-type]
+    assert not Walker(FakeMegaMCP(), g, env_of, cfg).admits_walk("b", frozenset({"e0"}), 2)
+
+
+def test_min_length_may_not_exceed_max_length() -> None:
+    with pytest.raises(ValueError, match="min_length"):
+        WalkConfig(min_length=9, max_length=5)
+
+
+async def test_a_complete_chain_whose_continuations_fail_ends_instead_of_being_lost() -> None:
+    """After min_length calls over K environments every neighbour of `b` fails live: the chain
+    a, b ends there (more failures than max_rollbacks), it is not discarded."""
+    g = ToolGraph(
+        nodes=_nodes("a", "b", "x1", "x2", "x3"),
+        edges=[_edge("a", "b", 1.0), *(_edge("b", f"x{i}", 1.0) for i in (1, 2, 3))],
+    )
+    env_of = {"a": "e0", "b": "e1", "x1": "e1", "x2": "e1", "x3": "e1"}
+    cfg = WalkConfig(min_length=2, max_length=30, environments=2, attempts=2, max_rollbacks=1)
+    client = _Failing({"x1", "x2", "x3"})
+    walker = Walker(client, g, env_of, cfg)  # type: ignore[arg-type]
+    chains = await walker.run()
+    assert [[s.tool for s in c.steps] for c in chains] == [["a", "b"]] * 2
+    assert walker.stats.ended == {"too many rollbacks": 2} and not walker.stats.discarded

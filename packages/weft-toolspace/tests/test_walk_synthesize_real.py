@@ -40,7 +40,7 @@ async def test_walks_become_replay_verified_task_graphs(megamcp: Any, server_hom
         megamcp,
         graph,
         environment_of(envs),
-        WalkConfig(length=5, environments=1, attempts=3, seed=1),
+        WalkConfig(min_length=5, max_length=5, environments=1, attempts=3, seed=1),
     )
     chains = await walker.run()
     assert walker.stats.tried == 3 and chains, walker.stats

@@ -3,7 +3,7 @@ reading the previous one's files in OUT:
 
     weft-toolspace mine -o OUT [--record EPISODES --steps S] [TRACES...]   OUT/traces.jsonl, graph.json
     weft-toolspace cluster -o OUT                                          OUT/environments.json
-    weft-toolspace walk -o OUT [--length L --envs K --attempts N]           OUT/chains.jsonl
+    weft-toolspace walk -o OUT [--length L --min-length M --envs K --attempts N]         OUT/chains.jsonl
     weft-toolspace synthesize -o OUT [--model M]                           OUT/tasks/*.json, snapshots/
     weft-toolspace evidence -o OUT [--to FILE]                             OUT/evidence.json
     weft-toolspace pro -o OUT --servers S1,S2 [--length L --envs K]        OUT/pro/ (§5 upgrade)
@@ -126,7 +126,11 @@ async def cmd_walk(args: argparse.Namespace, settings: ToolSpaceSettings) -> dic
     graph, envs = _graph(args.out), _envs(args.out)
     names = _servers_in({n.mcp for n in graph.nodes.values()})
     cfg = WalkConfig(
-        length=args.length, environments=args.envs, attempts=args.attempts, seed=settings.seed
+        max_length=args.length,
+        min_length=min(args.min_length, args.length),
+        environments=args.envs,
+        attempts=args.attempts,
+        seed=settings.seed,
     )
     with tempfile.TemporaryDirectory(prefix="weft-toolspace-") as tmp:
         await _install(settings, names, Path(tmp))
@@ -199,7 +203,11 @@ async def cmd_pro(args: argparse.Namespace, settings: ToolSpaceSettings) -> dict
     env = link_outside(graph, own, hops=pro.hops)  # bad --servers fails before any install
     names = _servers_in({n.mcp for n in env.graph.nodes.values()})
     base = WalkConfig(
-        length=args.length, environments=args.envs, attempts=args.attempts, seed=settings.seed
+        max_length=args.length,
+        min_length=min(args.min_length, args.length),
+        environments=args.envs,
+        attempts=args.attempts,
+        seed=settings.seed,
     )
     with tempfile.TemporaryDirectory(prefix="weft-toolspace-") as tmp:
         await _install(settings, names, Path(tmp))
@@ -241,7 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c = sub.add_parser("cluster", help="cluster the graph into environments")
     w = sub.add_parser("walk", help="state-aware random walks on the hosted servers")
-    w.add_argument("--length", type=int, default=15, help="L: calls per chain")
+    w.add_argument(
+        "--length", type=int, default=30, help="L: most calls per chain (it may end earlier)"
+    )
+    w.add_argument(
+        "--min-length", type=int, default=5, help="least calls a kept chain has (paper §4.3: 5)"
+    )
     w.add_argument("--envs", type=int, default=2, help="K: environments per chain")
     w.add_argument("--attempts", type=int, default=10, help="walk attempts")
     s = sub.add_parser("synthesize", help="reverse-synthesize verified TaskGraphs from chains")
@@ -261,7 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument(
         "--servers", required=True, help="the environment's own servers, comma-separated"
     )
-    pr.add_argument("--length", type=int, default=5, help="L of the environment's own walks")
+    pr.add_argument(
+        "--length", type=int, default=5, help="L (most calls) of the environment's own walks"
+    )
+    pr.add_argument(
+        "--min-length", type=int, default=2, help="least calls of the environment's own walks"
+    )
     pr.add_argument("--envs", type=int, default=1, help="K of the environment's own walks")
     pr.add_argument("--attempts", type=int, default=6, help="walk attempts, base and Pro each")
     pr.add_argument(

@@ -142,6 +142,10 @@ class Chain(_Model):
     steps: list[ChainStep]
     rollbacks: int = 0
     s0: dict[str, str] = Field(default_factory=dict, description="mcp -> snapshot id of s_0.")
+    ended: str = Field(
+        default="",
+        description="Why the walk ended: no new work, no neighbour, max length ('' when given).",
+    )
 
     @property
     def environments(self) -> list[str]:

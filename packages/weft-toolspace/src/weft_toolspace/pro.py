@@ -37,7 +37,10 @@ class ProConfig(BaseModel):
     """How far the environment is expanded and how much harder its walks become."""
 
     length_factor: float = Field(
-        default=2.0, ge=1.0, description="Pro walks have ceil(L x this) calls (paper: larger L)."
+        default=2.0,
+        ge=1.0,
+        description="Pro walks have ceil(x this) the base walks' least and most calls (paper: "
+        "larger L).",
     )
     extra_environments: int = Field(
         default=1, ge=0, description="Pro walks cross K + this environments (paper: larger K)."
@@ -51,7 +54,8 @@ class ProConfig(BaseModel):
     def walk(self, base: WalkConfig) -> WalkConfig:
         return base.model_copy(
             update={
-                "length": math.ceil(base.length * self.length_factor),
+                "min_length": math.ceil(base.min_length * self.length_factor),
+                "max_length": math.ceil(base.max_length * self.length_factor),
                 "environments": base.environments + self.extra_environments,
             }
         )
@@ -122,7 +126,8 @@ def link_outside(graph: ToolGraph, servers: list[str], *, hops: int = 1) -> ProE
 
 
 class WalkFigures(BaseModel):
-    length: int = Field(description="L of the walks.")
+    min_length: int = Field(description="Least calls of a kept walk.")
+    max_length: int = Field(description="L of the walks: most calls.")
     environments: int = Field(description="K of the walks.")
     tools: int = Field(description="Nodes the walks could use.")
     tried: int
@@ -156,7 +161,8 @@ async def walk_environment(
     chains = await walker.run()
     s = walker.stats
     return chains, WalkFigures(
-        length=cfg.length,
+        min_length=cfg.min_length,
+        max_length=cfg.max_length,
         environments=cfg.environments,
         tools=len(graph.nodes),
         tried=s.tried,

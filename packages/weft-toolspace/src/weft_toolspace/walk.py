@@ -2,53 +2,71 @@
 MegaMCP group that hosts every server of the graph.
 
 Walks start at nodes that began a recorded trace (callable at s_0). From v_t only admissible
-neighbours are kept: the edge's recorded instance is re-bound to the actual chain (a data value is
-taken from the same output path of o_t, or of an earlier return; a state edge's object name from
-the actual x_t); the other arguments come from the recorded instance (the task's inputs). Among
-them one is sampled proportionally to w(v_t, v) (times a bias towards environments the walk has
-not covered yet while it lacks K; 1.0 is Eq. 3). After execution, a failed call or a violated
-relation (a state edge whose source did not mutate) is discarded: state returns to s_{t-1} (if the
-failed call changed nothing, state already is s_{t-1}; otherwise MegaMCP restores the latest
-snapshot and the chain since is re-executed) and another neighbour is sampled. When no neighbour of
-v_t works, v_t itself is rolled back and another neighbour of v_{t-1} is sampled. A neighbour
-from which the graph holds no retained walk (given the chain so far, `admits_walk`) is not called
-at all. Every neighbour tried is logged with its outcome (`WalkStats.log`). A walk ends when
-it has L calls over K environments; it is discarded after too many rollbacks or when 2L calls still
-cover fewer than K environments.
+neighbours are kept: the edge's recorded instance is re-bound to the actual chain
+(`weft_toolspace.fill`); the other arguments come from the recorded instance (the task's inputs).
+A neighbour from which the graph holds no retained walk (given the chain so far, `admits_walk`)
+is not called at all. Among the others one is sampled proportionally to w(v_t, v) (Eq. 3), with
+two documented deviations: a bias towards environments the walk has not covered while it lacks K
+(`new_environment_bias`), and repeats put last (`repeat_weight`): a neighbour whose filled call
+would do a (tool, object) pair the chain already did (`weft_toolspace.work`) is set aside while a
+neighbour doing new work (a tool not called yet, or a called tool on a new object) is admissible.
+After execution, a failed call or a violated relation (a state edge whose source did not mutate)
+is discarded: state returns to s_{t-1} (if the failed call changed nothing, state already is
+s_{t-1}; otherwise MegaMCP restores the latest snapshot and the chain since is re-executed) and
+another neighbour is sampled. When no neighbour of v_t works, v_t itself is rolled back and
+another neighbour of v_{t-1} is sampled. Every neighbour tried is logged with its outcome
+(`WalkStats.log`).
+
+Length is an outcome. The paper's walk "continues until its length reaches L and its tools cover
+K environments" (fixed L), yet its chains have many lengths (§4.3: mean 18.86, max 209, counted
+over trajectories of at least five calls); it does not say how. Here L is a maximum
+(`max_length`) and `min_length` the least a chain may have: once a chain has min_length calls
+over K environments it ends on its own when no admissible neighbour does new work (only repeats
+are left: "no new work"; or no neighbour works at all: "no neighbour"), or at max_length. Below
+min_length or K a repeat is taken when nothing else is admissible (the lookahead guarantees the
+chain can still be completed). A walk is discarded after too many rollbacks or when max_length
+calls still cover fewer than K environments.
 """
 
 from __future__ import annotations
 
-import copy
 import random
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from weft_toolspace.exceptions import ToolSpaceRuntimeError
-from weft_toolspace.graph import ToolGraph, leaves, node_key
-from weft_toolspace.models import (
-    Binding,
-    Chain,
-    ChainStep,
-    DataLink,
-    EdgeExample,
-    EdgeKind,
-    EdgeRecord,
-    TraceCall,
-)
+from weft_toolspace.fill import _copy
+from weft_toolspace.fill import fill_arguments as fill_arguments
+from weft_toolspace.graph import ToolGraph, node_key
+from weft_toolspace.models import Chain, ChainStep, EdgeKind, EdgeRecord, TraceCall
 from weft_toolspace.traces import parse_value
+from weft_toolspace.work import Work, work_of
 
 if TYPE_CHECKING:
     from weft_core.models import SnapshotRef
     from weft_megamcp import GroupHandle, MegaMCPClient
 
+Candidate = tuple[EdgeRecord | None, str]
+# A neighbour set aside as a repeat, with the arguments it was filled with.
+Deferred = tuple[EdgeRecord | None, str, dict[str, Any]]
+
 
 class WalkConfig(BaseModel):
-    length: int = Field(default=15, ge=1, description="L: calls per chain.")
+    max_length: int = Field(
+        default=30,
+        ge=1,
+        description="L as a maximum: a chain stops at this many calls (the paper's L; 30 is "
+        "twice the L = 15 walked before, the bound within which a walk had to cover K).",
+    )
+    min_length: int = Field(
+        default=5,
+        ge=1,
+        description="Least calls a kept chain has; a chain shorter than this never ends on its "
+        "own (paper §4.3 counts trajectories of at least five calls).",
+    )
     environments: int = Field(default=2, ge=1, description="K: environments a chain must cross.")
     attempts: int = Field(default=10, ge=1, description="Walk attempts (the walk budget).")
     max_rollbacks: int = Field(
@@ -60,18 +78,33 @@ class WalkConfig(BaseModel):
         description="Weight factor for neighbours in an environment the walk has not covered "
         "while it covers fewer than K (1.0: Eq. 3 exactly).",
     )
+    repeat_weight: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Weight factor of a neighbour whose filled call repeats a (tool, object) "
+        "pair the chain already did (`weft_toolspace.work`), against w for one that does new "
+        "work. 0.0: repeats are sampled only when no admissible neighbour does new work (and "
+        "then only below min_length or K: otherwise the chain ends). 1.0: Eq. 3 over all "
+        "admissible neighbours; the chain still ends when only repeats are left.",
+    )
     revisit_decay: float = Field(
         default=1.0,
         gt=0.0,
         le=1.0,
         description="Weight factor per earlier visit of a neighbour in this chain (a node already "
-        "called k times weighs decay^k; 1.0: Eq. 3 exactly). Below 1 the walk prefers tools it "
-        "has not called yet; a failing alternative still costs a rollback, so in a graph whose "
-        "only long walks are cycles a low decay keeps fewer walks (seed-7 corpus: 0.25 kept 0 of "
-        "8, 1.0 kept 6 with 2.5 distinct tools per 15 calls).",
+        "called k times weighs decay^k; 1.0: Eq. 3 exactly). Superseded by repeat_weight, which "
+        "sets a repeat aside only while new work is admissible (h16e: a decay of 0.25 kept 0 of "
+        "8 seed-7 walks, the alternatives it preferred failed or dead-ended).",
     )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _lengths(self) -> WalkConfig:
+        if self.min_length > self.max_length:
+            raise ValueError(f"min_length {self.min_length} > max_length {self.max_length}")
+        return self
 
 
 @dataclass
@@ -80,6 +113,10 @@ class WalkStats:
     kept: int = 0
     rollbacks: int = 0
     discarded: Counter[str] = field(default_factory=Counter)
+    # Why each kept chain ended: "no new work", "no neighbour", "max length", "too many
+    # rollbacks" (after min_length calls over K environments a chain whose continuations keep
+    # failing ends there instead of being discarded).
+    ended: Counter[str] = field(default_factory=Counter)
     # One record per neighbour tried (chain, depth, source, target, edge kind, outcome, error):
     # why walks of different tools fail is read from here, not guessed.
     log: list[dict[str, Any]] = field(default_factory=list)
@@ -107,207 +144,6 @@ class WalkStats:
                 "error": error[:200],
             }
         )
-
-
-def _shape(path: str) -> str:
-    return re.sub(r"(^|\.)\d+(?=\.|$)", r"\1*", path)
-
-
-def _get(value: Any, path: str) -> list[Any]:
-    """Leaves of `value` at a dotted path; a list index matches any index (`entities.0.name`
-    finds the name of every entity), so a route learnt on one output applies to another."""
-    if path == "$":
-        return [value]
-    want = _shape(path)
-    return [v for p, v in leaves(value) if _shape(p) == want]
-
-
-def _set(args: dict[str, Any], path: str, value: Any) -> None:
-    parts = path.split(".")
-    cur: Any = args
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        key: Any = int(part) if part.isdigit() and isinstance(cur, list) else part
-        if last:
-            if isinstance(cur, list) and isinstance(key, int):
-                if key < len(cur):
-                    cur[key] = value
-            else:
-                cur[key] = value
-            return
-        cur = (
-            cur[key]
-            if (isinstance(cur, list) and isinstance(key, int) and key < len(cur))
-            or (isinstance(cur, dict) and key in cur)
-            else None
-        )
-        if cur is None:
-            return
-
-
-def _copy(value: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(value)
-
-
-def _typed(value: Any, json_type: str) -> bool:
-    if json_type == "string":
-        return isinstance(value, str)
-    if json_type == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return True
-
-
-def fill_arguments(
-    graph: ToolGraph,
-    edge: EdgeRecord | None,
-    prev_result: Any,
-    rng: random.Random,
-    prev_arguments: dict[str, Any] | None = None,
-    earlier: list[Any] | None = None,
-) -> dict[str, Any] | None:
-    """Arguments for edge.target, or None when a routed argument has no value in o_t.
-
-    With recorded instances of the edge, one is taken and each of its bindings gets the value the
-    actual previous call produced (data: the leaf at the same output path) or touched (state: its
-    argument at the same path, i.e. the same object); without, a node example and the edge's
-    routes. A data value missing from o_t may come from an earlier return (`earlier`, newest
-    first): the paper's "filled from earlier returns"."""
-    node = graph.nodes[edge.target] if edge else None
-    if edge is None or node is None or not node.examples:
-        return None
-    if edge.kind is EdgeKind.STATE:
-        # The same pair seen carrying a value (create_ticket -> escalate_ticket: the ticket id
-        # the create returned): its routes take that value from the actual o_t. A state edge's
-        # own instance rebinds only what the two calls' *arguments* share, so the id stayed the
-        # recorded one, a ticket this walk never made (walk log, seeds 1 and 7: "ticket
-        # 'TIC-0008' not found"). The state relation is still checked on the call's outcome.
-        twin = next(
-            (
-                e
-                for e in graph.edges
-                if e.kind is EdgeKind.DATA and (e.source, e.target) == (edge.source, edge.target)
-            ),
-            None,
-        )
-        if twin is not None:
-            routed = fill_arguments(graph, twin, prev_result, rng, prev_arguments, earlier)
-            if routed is not None:
-                return routed
-    if edge.examples:
-        ex = rng.choice(edge.examples)
-        returns = [prev_result, *(earlier or [])]
-        return _from_example(ex, node.examples, edge.kind, returns, prev_arguments or {}, rng)
-    args: dict[str, Any] = _copy(rng.choice(node.examples))
-    if edge.kind is not EdgeKind.DATA:
-        return args
-    resolved = 0
-    for link in edge.links:
-        value = _route(link, node.examples, prev_result, rng)
-        if value is not None:
-            _set(args, link.argument, value)
-            resolved += 1
-    return args if resolved else None
-
-
-def _index(path: str) -> str | None:
-    first = path.split(".", 1)[0]
-    return first if first.isdigit() else None
-
-
-def _from_example(
-    ex: EdgeExample,
-    examples: list[dict[str, Any]],
-    kind: EdgeKind,
-    returns: list[Any],
-    prev_args: dict[str, Any],
-    rng: random.Random,
-) -> dict[str, Any] | None:
-    args = _copy(ex.arguments)
-    anchor: str | None = None  # the row / entity index the first value came from
-    for b in ex.bindings:
-        if b.source.startswith("args:"):
-            new = _same_object(b, prev_args)
-        elif b.source.endswith("~"):
-            link = DataLink(argument=b.argument, output=b.source, json_type="string")
-            new = next(
-                (v for o in returns if (v := _route(link, [ex.arguments, *examples], o, rng))),
-                None,
-            )
-        else:
-            path = b.source.rstrip("^")
-            found = _same_field(returns, path, b.value)
-            aligned = [(p, v) for p, v in found if anchor is not None and _index(p) == anchor]
-            pick = rng.choice(aligned or found) if found else None
-            if pick is not None and anchor is None:
-                anchor = _index(pick[0])
-            new = pick[1] if pick is not None else None
-        if new is None:
-            if kind is EdgeKind.DATA:
-                return None  # not admissible: the value is not in o_t
-            continue
-        _bind(args, b, new)
-    return args
-
-
-def _same_field(returns: list[Any], path: str, value: Any) -> list[tuple[str, Any]]:
-    """Leaves of the newest return that has the recorded output path (list indices match any),
-    else of the newest with a leaf under the same field name: a server materialised from its
-    definitions (an envsynth bundle of a server known only from traces) may nest the field it
-    returns differently (`book.book_id` for a recorded `book_id`); it is the same field."""
-    for o in returns:  # o_t first, then earlier returns
-        found = [
-            (p, v)
-            for p, v in leaves(o)
-            if ((path == "$" and p == "") or _shape(p) == _shape(path)) and type(v) is type(value)
-        ]
-        if found:
-            return found
-    key = path.rsplit(".", 1)[-1]
-    if path == "$" or key.isdigit():
-        return []
-    for o in returns:
-        found = [
-            (p, v) for p, v in leaves(o) if p.rsplit(".", 1)[-1] == key and type(v) is type(value)
-        ]
-        if found:
-            return found
-    return []
-
-
-def _same_object(b: Binding, prev_args: dict[str, Any]) -> Any:
-    cur = _get(prev_args, b.source.removeprefix("args:"))
-    if not cur:
-        return None
-    if b.whole:
-        return cur[0]
-    if not isinstance(cur[0], str) or b.context is None:
-        return None
-    # The recorded x_i with the token as a group, matched against the actual x_i.
-    at = b.context.find(b.value)
-    pattern = re.escape(b.context[:at]) + r"(\w+)" + re.escape(b.context[at + len(b.value) :])
-    m = re.fullmatch(pattern, cur[0])
-    return m.group(1) if m else None
-
-
-def _bind(args: dict[str, Any], b: Binding, new: Any) -> None:
-    if b.whole:
-        _set(args, b.argument, new)
-        return
-    cur = _get(args, b.argument)
-    if cur and isinstance(cur[0], str) and isinstance(b.value, str):
-        pat = re.compile(rf"(?<![\w.-]){re.escape(b.value)}(?![\w-])")
-        _set(args, b.argument, pat.sub(lambda _: str(new), cur[0]))
-
-
-def _route(link: DataLink, examples: list[dict[str, Any]], prev: Any, rng: random.Random) -> Any:
-    if link.output.endswith("~"):
-        # Substring route: a recorded value of this argument that the actual output mentions.
-        text = " ".join(str(v) for _, v in leaves(prev))
-        seen = [v for ex in examples for v in _get(ex, link.argument) if isinstance(v, str)]
-        present = [v for v in seen if re.search(rf"(?<![\w.-]){re.escape(v)}(?![\w-])", text)]
-        return rng.choice(present) if present else None
-    found = [v for v in _get(prev, link.output) if _typed(v, link.json_type)]
-    return rng.choice(found) if found else None
 
 
 class Walker:
@@ -358,6 +194,7 @@ class Walker:
                 chain = await self._walk(group, s0, f"walk-{self.cfg.seed}-{attempt}")
                 if chain is not None:
                     self.stats.kept += 1
+                    self.stats.ended[chain.ended] += 1
                     chains.append(chain)
         finally:
             await self.client.close(group)
@@ -366,9 +203,10 @@ class Walker:
     def _starts(self) -> list[str]:
         """Nodes the corpus shows callable at s_0 (a trace began there), else any with an edge;
         of those, the ones from which a walk can be retained at all: the graph holds a walk of
-        L..2L calls from there over K environments (`admits_walk`; else K environments are
-        reachable, but the chain ends in a sink before L calls); a walk from any other only
-        spends the walk budget on live calls and rollbacks. None: no walk can be retained."""
+        min_length..max_length calls from there over K environments (`admits_walk`; else K
+        environments are reachable, but the chain ends in a sink too early); a walk from any
+        other only spends the walk budget on live calls and rollbacks. None: no walk can be
+        retained."""
         if self._start_cache is None:
             nodes = self.graph.nodes
             out = [k for k, n in nodes.items() if n.examples and k in self._out]
@@ -378,11 +216,12 @@ class Walker:
 
     def admits_walk(self, start: str, covered: frozenset[str] = frozenset(), done: int = 1) -> bool:
         """Whether the graph has a walk from `start` (nodes may repeat, any edge kind: a retry
-        edge can be a step too) that is retained: at some length L <= t <= 2L it has covered K
-        environments. `covered` and `done`: the environments and calls of the chain so far,
-        `start` its last call (a walk under way). Covered sets are kept only up to K, so the
-        search stays small."""
-        length, k = self.cfg.length, self.cfg.environments
+        edge can be a step too) that can be retained: at some length min_length <= t <=
+        max_length it has covered K environments (a chain may end at any such t: the stop rule
+        ends it when no new work is left, which the graph alone cannot tell). `covered` and
+        `done`: the environments and calls of the chain so far, `start` its last call (a walk
+        under way). Covered sets are kept only up to K, so the search stays small."""
+        lo, hi, k = self.cfg.min_length, self.cfg.max_length, self.cfg.environments
 
         def env(n: str) -> str:
             return self.env_of.get(n, "env-?")
@@ -395,8 +234,8 @@ class Walker:
             return self._admits[key]
         frontier = {(start, first)}
         answer = False
-        for t in range(done, 2 * length + 1):
-            if t >= length and any(len(c) >= k for _, c in frontier):
+        for t in range(done, hi + 1):
+            if t >= lo and any(len(c) >= k for _, c in frontier):
                 answer = True
                 break
             nxt: set[tuple[str, frozenset[str]]] = set()
@@ -424,32 +263,64 @@ class Walker:
         for s in steps[at:]:  # deterministic re-execution from the snapshot to s_{t-1}
             await self.client.call_tool(group, s.mcp, s.tool, dict(s.arguments))
 
+    def _fill(self, edge: EdgeRecord | None, target: str, steps: list[ChainStep]) -> Any:
+        node = self.graph.nodes[target]
+        if edge is None:
+            return _copy(self.rng.choice(node.examples)) if node.examples else None
+        return fill_arguments(
+            self.graph,
+            edge,
+            steps[-1].result if steps else None,
+            self.rng,
+            steps[-1].arguments if steps else None,
+            earlier=[s.result for s in reversed(steps[:-1]) if not s.failed],
+        )
+
+    @staticmethod
+    def _work(node: str, args: dict[str, Any], steps: list[ChainStep]) -> Work:
+        return work_of(
+            node, args, [v for s in steps if not s.failed for v in (s.result, s.arguments)]
+        )
+
     async def _walk(self, group: GroupHandle, s0: str, chain_id: str) -> Chain | None:
         cfg, rng = self.cfg, self.rng
         starts = self._starts()
         if not starts:
-            # No live call can help: the graph holds no walk of L calls over K environments.
+            # No live call can help: the graph holds no walk of min_length..max_length calls
+            # over K environments.
             self.stats.discarded["graph admits no walk"] += 1
             return None
         weights = [self.graph.nodes[k].starts or self.graph.nodes[k].count for k in starts]
         steps: list[ChainStep] = []
+        works: list[Work] = []  # (tool, object) of each step, parallel to steps
         snaps: list[tuple[int, str]] = [(0, s0)]
         rollbacks = 0
-        # frontier[i]: the still untried neighbours of v_i (frontier[0]: the start).
-        frontier: list[list[tuple[EdgeRecord | None, str]]] = [
-            [(None, rng.choices(starts, weights)[0])]
-        ]
+        # frontier[i]: the still untried neighbours of v_i (frontier[0]: the start); deferred[i]:
+        # those of them found to repeat work the chain did, with the arguments they were filled
+        # with (sampled at repeat_weight, or when nothing else is left below min_length or K).
+        frontier: list[list[Candidate]] = [[(None, rng.choices(starts, weights)[0])]]
+        deferred: list[list[Deferred]] = [[]]
+
+        def kept(ended: str) -> Chain:
+            return Chain(
+                id=chain_id, steps=steps, rollbacks=rollbacks, s0={"group": s0}, ended=ended
+            )
+
         while True:
             envs = {s.environment for s in steps}
-            if len(steps) >= cfg.length and len(envs) >= cfg.environments:
-                return Chain(id=chain_id, steps=steps, rollbacks=rollbacks, s0={"group": s0})
-            if len(steps) >= 2 * cfg.length:
+            complete = len(steps) >= cfg.min_length and len(envs) >= cfg.environments
+            if len(steps) >= cfg.max_length:
+                if complete:
+                    return kept("max length")
                 self.stats.discarded["too few environments"] += 1
                 return None
-            pending = frontier[-1]
-            if not pending and not steps:
+            pending, aside = frontier[-1], deferred[-1]
+            if not pending and not aside and not steps:
                 pending.append((None, rng.choices(starts, weights)[0]))  # the start failed
-            if not pending:
+            if not pending and complete:
+                # Every admissible neighbour was tried or repeats work: the chain ends here.
+                return kept("no new work" if aside else "no neighbour")
+            if not pending and not aside:
                 # No admissible neighbour of v_t works: drop v_t, restore s_{t-1} and resample
                 # among the other neighbours of v_{t-1} (rollback one level up).
                 rollbacks += 1
@@ -458,32 +329,35 @@ class Walker:
                     self.stats.discarded["dead end"] += 1
                     return None
                 frontier.pop()
+                deferred.pop()
                 dropped = steps.pop()
+                works.pop()
                 self.stats.note(chain_id, len(steps), None, dropped.node, None, "backtrack")
                 snaps = [x for x in snaps if x[0] <= len(steps)]
                 if dropped.mutated:
                     await self._rollback(group, steps, snaps)
                 continue
-            edge, target = self._sample(pending, envs, Counter(s.node for s in steps))
-            pending.remove((edge, target))
-            node = self.graph.nodes[target]
-            args = (
-                _copy(rng.choice(node.examples))
-                if edge is None and node.examples
-                else fill_arguments(
-                    self.graph,
-                    edge,
-                    steps[-1].result if steps else None,
-                    rng,
-                    steps[-1].arguments if steps else None,
-                    earlier=[s.result for s in reversed(steps[:-1]) if not s.failed],
-                )
-            )
             source = steps[-1].node if steps else None
-            if args is None:
-                # not admissible: inputs not fillable from earlier returns
-                self.stats.note(chain_id, len(steps), source, target, edge, "not fillable")
-                continue
+            pick = self._sample(pending, aside, envs, Counter(s.node for s in steps))
+            if len(pick) == 3:  # a repeat set aside before, taken now
+                aside.remove(pick)
+                edge, target, args = pick
+                self.stats.note(chain_id, len(steps), source, target, edge, "repeat taken")
+            else:
+                pending.remove(pick)
+                edge, target = pick
+                filled = self._fill(edge, target, steps)
+                if filled is None:
+                    # not admissible: inputs not fillable from earlier returns
+                    self.stats.note(chain_id, len(steps), source, target, edge, "not fillable")
+                    continue
+                args = filled
+                if self._work(target, args, steps) in works:
+                    # The same (tool, object) again: set aside while new work is admissible.
+                    aside.append((edge, target, args))
+                    self.stats.note(chain_id, len(steps), source, target, edge, "repeat set aside")
+                    continue
+            node = self.graph.nodes[target]
             step = ChainStep(
                 node=target,
                 mcp=node.mcp,
@@ -492,6 +366,7 @@ class Walker:
                 environment=self.env_of.get(target, "env-?"),
                 via=edge.kind if edge else None,
             )
+            work = self._work(target, args, steps)
             ok, result, mutated = await self._call(group, step)
             violated = edge is not None and edge.kind is EdgeKind.STATE and not steps[-1].mutated
             retries = [e for e in self._out.get(target, []) if e.kind is EdgeKind.RETRY]
@@ -502,7 +377,9 @@ class Walker:
                     chain_id, len(steps), source, target, edge, "recoverable", str(result)
                 )
                 steps.append(step)
+                works.append(("", ""))  # a failed call did no work
                 frontier.append([(e, e.target) for e in retries])
+                deferred.append([])
                 continue
             if not ok or violated:
                 outcome = "violated" if violated and ok else "error"
@@ -512,22 +389,25 @@ class Walker:
                 if mutated:
                     await self._rollback(group, steps, snaps)
                 if rollbacks > cfg.max_rollbacks:
+                    if complete:  # a chain that may end here ends here, it is not lost
+                        return kept("too many rollbacks")
                     self.stats.discarded["too many rollbacks"] += 1
                     return None
                 continue
             step.result, step.mutated = result, mutated
             self.stats.note(chain_id, len(steps), source, target, edge, "ok")
             steps.append(step)
+            works.append(work)
             if len(steps) % cfg.snapshot_every == 0:
                 snaps.append((len(steps), await self.client.snapshot(group)))
-            # Only neighbours from which the graph still holds a retained walk (L..2L calls over
-            # K environments, given the chain so far): the rest are sinks for this chain, and
-            # calling one only costs a live call and a rollback (the seed-7 walk log of main:
-            # most rollbacks were backtracks out of get_ticket / escalate_ticket, nodes without
-            # an out-edge).
+            # Only neighbours from which the graph still holds a retained walk (min_length..
+            # max_length calls over K environments, given the chain so far): the rest are sinks
+            # for this chain, and calling one only costs a live call and a rollback (the seed-7
+            # walk log of main: most rollbacks were backtracks out of get_ticket /
+            # escalate_ticket, nodes without an out-edge).
             covered = {s.environment for s in steps}
-            onward: list[tuple[EdgeRecord | None, str]] = []
-            for e in self._out.get(target, []):
+            onward: list[Candidate] = []
+            for e in self._out.get(target, []) if len(steps) < cfg.max_length else []:
                 if e.kind is EdgeKind.RETRY:
                     continue
                 if self.admits_walk(e.target, frozenset(covered), len(steps) + 1):
@@ -535,32 +415,43 @@ class Walker:
                 else:
                     self.stats.outcomes["no walk onward (not called)"] += 1
             frontier.append(onward)
+            deferred.append([])
 
     def _sample(
         self,
-        pending: list[tuple[EdgeRecord | None, str]],
+        pending: list[Candidate],
+        aside: list[Deferred] | None = None,
         visited: set[str] | None = None,
         calls: Counter[str] | None = None,
-    ) -> tuple[EdgeRecord | None, str]:
-        """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3);
-        while the walk covers fewer than K environments, a neighbour in an unvisited one has its
-        weight multiplied by `new_environment_bias`, and a neighbour the chain already called k
-        times by `revisit_decay`^k (both 1.0: the paper's Eq. 3)."""
-        bias = self.cfg.new_environment_bias
+    ) -> Candidate | Deferred:
+        """P(v | v_t) = w(v_t, v) / sum over the admissible (still untried) neighbours (Eq. 3),
+        with neighbours set aside as repeats (`aside`) weighted by w x `repeat_weight`, or by w
+        when no other neighbour is left. While the walk covers fewer than K environments, a
+        neighbour in an unvisited one has its weight multiplied by `new_environment_bias`, and a
+        neighbour the chain already called k times by `revisit_decay`^k (all three 1.0: the
+        paper's Eq. 3)."""
+        cfg = self.cfg
         calls = calls or Counter()
-        weights = [
-            (e.weight if e is not None else 1.0)
-            * self.cfg.revisit_decay ** calls[t]
-            * (
-                bias
-                if visited is not None
-                and len(visited) < self.cfg.environments
+        aside = aside or []
+
+        def weight(e: EdgeRecord | None, t: str) -> float:
+            new_env = (
+                visited is not None
+                and len(visited) < cfg.environments
                 and self.env_of.get(t, "env-?") not in visited
-                else 1.0
             )
-            for e, t in pending
-        ]
-        return self.rng.choices(pending, weights)[0]
+            return (
+                (e.weight if e is not None else 1.0)
+                * cfg.revisit_decay ** calls[t]
+                * (cfg.new_environment_bias if new_env else 1.0)
+            )
+
+        factor = cfg.repeat_weight if pending else 1.0
+        pool: list[Candidate | Deferred] = [*pending, *aside]
+        weights = [weight(e, t) for e, t in pending] + [weight(e, t) * factor for e, t, _ in aside]
+        if sum(weights) <= 0:
+            return self.rng.choice(pending) if pending else self.rng.choice(aside)
+        return self.rng.choices(pool, weights)[0]
 
 
 async def chain_of_route(

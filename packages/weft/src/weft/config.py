@@ -22,8 +22,8 @@ Relative paths in the file are relative to the file's folder. Every section is o
     [megamcp]   url = "" (embedded host), admin_token = ""
     [toolspace] enabled = false, servers = ["filesystem", "memory", "git", "sqlite", "time"],
                 traces = "",  # recorded traces to mine instead of recording episodes
-                episodes = 16, steps = 20, length = 15, envs = 2, attempts = 8,
-                min_count = 2, resolution = 2.0
+                episodes = 16, steps = 20, length = 30, min_length = 5, envs = 2,
+                attempts = 8, min_count = 2, resolution = 2.0
                 # ToolSpace (weft-toolspace): tasks from walks on real servers hosted in the
                 # command tier, exported with their stored s_0 and rolled out with the others;
                 # with no [pipeline].specs the run is ToolSpace only
@@ -198,7 +198,12 @@ class ToolspaceSection(_Section):
     )
     episodes: int = Field(default=16, ge=1, description="Episodes the explorer records.")
     steps: int = Field(default=20, ge=1, description="Calls per recorded episode.")
-    length: int = Field(default=15, ge=1, description="L: calls per walk.")
+    length: int = Field(
+        default=30, ge=1, description="L: most calls per walk (a walk ends earlier on its own)."
+    )
+    min_length: int = Field(
+        default=5, ge=1, description="Least calls of a kept walk (capped at length)."
+    )
     envs: int = Field(default=2, ge=1, description="K: environments a walk must cross.")
     attempts: int = Field(default=8, ge=1, description="Walk attempts.")
     min_count: int = Field(default=2, ge=1, description="Prune edges seen fewer times.")

@@ -83,7 +83,8 @@ async def stage_toolspace(
             episodes=ts.episodes,
             steps=ts.steps,
             walk=WalkConfig(
-                length=ts.length,
+                max_length=ts.length,
+                min_length=min(ts.min_length, ts.length),
                 environments=ts.envs,
                 attempts=ts.attempts,
                 seed=config.pipeline.seed,
