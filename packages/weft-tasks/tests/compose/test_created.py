@@ -14,7 +14,7 @@ import pytest
 
 from weft_core.models import EdgeKind, Entity, RowExists, TaskGraph
 from weft_tasks.atomic.bundle import BundleView
-from weft_tasks.compose.composer import CompositionState, _FlowIndex, compose_graph
+from weft_tasks.compose.composer import CompositionState, compose_graph
 from weft_tasks.compose.created import (
     Created,
     created_ids,
@@ -24,6 +24,7 @@ from weft_tasks.compose.created import (
     unsettled,
 )
 from weft_tasks.compose.dag_checks import check_graph
+from weft_tasks.compose.selection import FlowIndex, with_created_reference
 
 from .test_flows import CUSTOMER, CUSTOMERS, C, F, _bundle, _task
 
@@ -101,7 +102,7 @@ def test_a_reference_field_names_the_kind_of_object_it_refers_to(
     assert made[0].placeholder == "<new ticket id from n1>" and is_placeholder(made[0].placeholder)
     # the subject is free text, not a reference; a create never refers to its own kind here
     assert id_references(make, bundles["helpdesk"]) == {}
-    flows = _FlowIndex([make, send], bundles)
+    flows = FlowIndex([make, send], bundles)
     assert flows.feeds(make, send) and not flows.feeds(send, make)
 
 
@@ -171,7 +172,6 @@ def test_a_created_id_never_feeds_a_task_on_its_own_mcp(bundles: dict[str, Bundl
 
 
 def test_a_combination_without_a_filed_id_swaps_one_in(bundles: dict[str, BundleView]) -> None:
-    from weft_tasks.compose.composer import _with_created_reference
 
     make = _task(bundles["helpdesk"], "create_ticket", "helpdesk.make")
     send = _task(bundles["mailbox"], "send_email", "mailbox.send")
@@ -191,14 +191,14 @@ def test_a_combination_without_a_filed_id_swaps_one_in(bundles: dict[str, Bundle
             ],
         }
     )
-    flows = _FlowIndex([make, send, plain], bundles)
+    flows = FlowIndex([make, send, plain], bundles)
     assert not flows.files_created([make, plain]) and flows.files_created([make, send])
     # same MCPs, same size; the email that files the new ticket takes the plain one's place
-    swapped = _with_created_reference([make, plain], [make, plain, send], set(), flows)
+    swapped = with_created_reference([make, plain], [make, plain, send], set(), flows)
     assert [t.id for t in swapped] == ["helpdesk.make", "mailbox.send"]
     # nothing to swap in: unchanged
-    assert _with_created_reference([make, plain], [make, plain], set(), flows) == [make, plain]
-    assert _with_created_reference([make, plain], [make, plain, send], {"mailbox.send"}, flows) == [
+    assert with_created_reference([make, plain], [make, plain], set(), flows) == [make, plain]
+    assert with_created_reference([make, plain], [make, plain, send], {"mailbox.send"}, flows) == [
         make,
         plain,
     ]

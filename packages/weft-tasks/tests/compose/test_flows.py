@@ -30,14 +30,10 @@ from weft_core.models import (
 from weft_tasks.atomic.bundle import BundleView
 from weft_tasks.atomic.synthesis import _draft_to_task
 from weft_tasks.atomic.templates import draft_for_tool
-from weft_tasks.compose.composer import (
-    CompositionState,
-    _execution_order,
-    _FlowIndex,
-    compose_graph,
-)
+from weft_tasks.compose.composer import CompositionState, compose_graph
 from weft_tasks.compose.dag_checks import check_graph
 from weft_tasks.compose.flows import identity, link_references, reported_ids
+from weft_tasks.compose.selection import FlowIndex, execution_order
 
 CUSTOMERS = [
     {"customer_id": "CUS-0001", "name": "Ashley Wells", "email": "ashley.wells@example.com"},
@@ -248,8 +244,8 @@ def test_composed_graph_carries_the_found_customer_across_mcps(
 def test_execution_order_puts_a_feeding_task_first(bundles: dict[str, BundleView]) -> None:
     get = _task(bundles["helpdesk"], "get_ticket", "helpdesk.t1")
     send = _task(bundles["mailbox"], "send_email", "mailbox.t1")
-    flows = _FlowIndex([get, send], bundles)
+    flows = FlowIndex([get, send], bundles)
     assert flows.feeds(get, send) and not flows.feeds(send, get)
     # base order says mailbox first; the feed overrides it
-    order = _execution_order([send, get], lambda t: t.mcp != "mailbox", flows)
+    order = execution_order([send, get], lambda t: t.mcp != "mailbox", flows)
     assert [t.id for t in order] == [get.id, send.id]
