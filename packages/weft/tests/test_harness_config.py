@@ -4,7 +4,8 @@ import pytest
 
 from weft.config import parse_config
 from weft.errors import ConfigError
-from weft.pipeline import build_harnesses, profile_set
+from weft.harnesses import build_harnesses
+from weft.pipeline import profile_set
 from weft_core.models import ViewMode
 from weft_core.testing import ScriptedChatModel
 
@@ -84,7 +85,7 @@ def test_hermes_and_openclaw_behind_a_gateway(tmp_path, monkeypatch):
 
 
 def test_gateway_upstream_of_model_specs(monkeypatch):
-    from weft.pipeline import gateway_upstream
+    from weft.harnesses import gateway_upstream
 
     monkeypatch.delenv("WEFT_LLM_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
