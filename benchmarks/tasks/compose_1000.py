@@ -151,6 +151,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         "tasks_per_minute": round(60 * len(report.tasks) / t_compose, 1) if t_compose else None,
         "tasks_per_cpu_minute": round(60 * len(report.tasks) / c_compose, 1) if c_compose else None,
         "rejections": report.rejections,
+        "diagnostics": report.diagnostics,  # why each rejected candidate was rejected
         "grounding": report.grounding,
         "stats": report.stats.model_dump() if report.stats else None,
         "out": str(out),

@@ -226,6 +226,8 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
         _print_json(report.model_dump(mode="json"))
     elif report.stats is not None:
         show(report.stats, report.rejections)
+        if report.diagnostics:
+            print(f"why {len(report.diagnostics)} candidates were rejected: {out / 'corpus.json'}")
     return 0 if report.tasks else 1
 
 

@@ -23,6 +23,7 @@ from weft_tasks.compose.objective import (
 )
 from weft_tasks.compose.pipeline import Composer
 from weft_tasks.compose.profiles import Profile, ProfileSet
+from weft_tasks.settings import TasksSettings
 from weft_tasks.views.disclosure import hidden_values
 
 
@@ -168,3 +169,28 @@ async def test_the_pipeline_writes_the_objective_from_the_graph(
     assert job is not None and composer.rejections == {}
     bundles = {lib.mcp: lib.bundle for lib in libs}
     assert job.graph.objective == write_objective(job.graph, bundles)
+
+
+async def test_the_corpus_report_says_why_candidates_were_rejected(
+    libraries: list[Any], tmp_path: Path
+) -> None:
+    libs = [lib for lib in libraries if lib.mcp in ("crm", "helpdesk")]
+    profile = Profile(name="Pair", tasks=[2, 2], mcps=[2, 2], domains=[1, 2], proportion=1.0)
+    verdict = {"coherent": True, "objective": "Sort out Ada's ticket and CRM record", "mcps": []}
+    vague = {"objective": "Please do what the user needs, quickly and politely."}
+    llm = ScriptedChatModel([json.dumps(verdict), _one_read, json.dumps(vague), json.dumps(vague)])
+    async with megamcp_client(data_dir=tmp_path / ".megamcp") as client:
+        composer = Composer(
+            libs,
+            client,
+            tmp_path,
+            profiles=ProfileSet(profiles=[profile]),
+            llm=llm,
+            settings=TasksSettings(max_attempts_factor=1),
+        )
+        report = await composer.run(1)
+    assert report.tasks == [] and report.rejections["quota unmet (Pair)"] == 1
+    assert len(report.diagnostics) == 1 and "objective: " in report.diagnostics[0]
+    assert "drops the" in report.diagnostics[0]
+    saved = json.loads((tmp_path / "corpus.json").read_text())
+    assert saved["diagnostics"] == report.diagnostics

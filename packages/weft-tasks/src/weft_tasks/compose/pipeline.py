@@ -63,6 +63,13 @@ class CorpusReport(BaseModel):
         default_factory=dict, description="Rounds kept / rows dropped by checks."
     )
     tasks: list[str] = Field(default_factory=list)
+    diagnostics: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Why each candidate that reached objective writing or the replay was rejected "
+            "('<graph id>: <reason>'), in the order they were rejected."
+        ),
+    )
     seconds: float = 0.0
     stats: CorpusStats | None = None
 
@@ -361,6 +368,7 @@ class Composer:
             rejections=dict(self.rejections),
             grounding={k: v for k, v in self.grounding.items() if v},
             tasks=[g.id for g in self.accepted],
+            diagnostics=list(self.diagnostics),
             seconds=round(time.perf_counter() - started, 3),
             stats=corpus_stats(self.accepted, self.libs, quotas, self.profiles.targets),
         )
