@@ -13,7 +13,7 @@ import json
 import re
 import shutil
 import threading
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +120,13 @@ def release(session_id: str) -> None:
                 cached[0].dispose()
 
 
-def db_session() -> Iterator[Session]:
-    """FastAPI dependency: a SQLModel session on the current binding's DB."""
+async def db_session() -> AsyncIterator[Session]:
+    """FastAPI dependency: a SQLModel session on the current binding's DB.
+
+    Async on purpose: FastAPI runs a sync generator dependency's entry and exit in its thread
+    pool, two thread hand-offs per call on top of the endpoint's own. Neither side blocks: a
+    Session connects lazily (in the endpoint's thread), engine_for only stats the file (or
+    copies a small seed DB once per session), and closing returns a connection to its pool."""
     binding = current_binding()
     with Session(engine_for(binding.db_path, binding.session_id)) as session:
         yield session
