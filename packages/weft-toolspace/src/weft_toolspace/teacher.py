@@ -221,7 +221,9 @@ class TeacherPolicy:
         return self.rng.choice(self.seen.details or list(STATUS))
 
     def _note(self, subjects: list[str]) -> str:
-        return "\n".join(f"{s}: {self._detail()}" for s in subjects)
+        """Status lines, one per subject (`parser: draft`): what a project note holds, and a line
+        a later edit can find again (an edit names the exact line it replaces)."""
+        return "\n".join(f"{s}: {self.rng.choice(STATUS)}" for s in subjects)
 
     def _follow(self) -> list[Action]:
         """Calls that use a value the last result showed, or read back what the last call
@@ -240,9 +242,10 @@ class TeacherPolicy:
                 self._act("read_multiple_files", {"paths": [p]}, p),
             ]
             lines = book.files.get(p, [])
+            lines = [x for x in lines if x.partition(": ")[2] in STATUS]
             if lines and last != "edit_file":
                 line = r.choice(lines)
-                new = f"{line.split(' (')[0]} ({r.choice(STATUS)})"
+                new = f"{line.partition(': ')[0]}: {r.choice([x for x in STATUS if x not in line])}"
                 out.append(
                     self._act("edit_file", {"path": p, "edits": [{"oldText": line, "newText": new}]}, p)
                 )
@@ -269,7 +272,11 @@ class TeacherPolicy:
                 out.append(self._act("create_entities", {"entities": [ent]}, name))
             if memory_result:
                 out.append(self._act("search_nodes", {"query": name}, name))
-            out.append(self._act("write_file", {"path": f"{name}.md", "content": self._note([name])}, name))
+            # A note on the subject names what else is in play (other subjects of the result,
+            # entities made earlier), so reading it back shows more than one thing to act on.
+            related = sorted((set(s.subjects) | book.entities) - {name})
+            lines = [name, *r.sample(related, min(2, len(related)))]
+            out.append(self._act("write_file", {"path": f"{name}.md", "content": self._note(lines)}, name))
             for table in sorted(book.tables)[:2]:
                 if name in book.rows.get(table, set()):
                     q = f"UPDATE {table} SET note = '{_q(self._detail())}' WHERE name = '{name}'"
