@@ -177,6 +177,7 @@ class TeacherPolicy:
         self.book = Notebook()
         self.seen = Seen()
         self.made: dict[str, Any] = {}  # the last call's arguments (what it made or touched)
+        self.result: Any = None  # the last call's result
         self.last: tuple[str, str, bool] | None = None
         self.done: set[tuple[str, str]] = set()
         self.calls: Counter[str] = Counter()
@@ -241,9 +242,11 @@ class TeacherPolicy:
                 self._act("read_text_file", {"path": p}, p),
                 self._act("read_multiple_files", {"paths": [p]}, p),
             ]
-            lines = book.files.get(p, [])
-            lines = [x for x in lines if x.partition(": ")[2] in STATUS]
-            if lines and last != "edit_file":
+            # An edit names the exact line it replaces: one the agent has just read.
+            shown = " ".join(x for _, x in leaves(self.result) if isinstance(x, str))
+            lines = [x for x in book.files.get(p, []) if x.partition(": ")[2] in STATUS]
+            lines = [x for x in lines if last.startswith("read_") and x in shown]
+            if lines:
                 line = r.choice(lines)
                 new = f"{line.partition(': ')[0]}: {r.choice([x for x in STATUS if x not in line])}"
                 out.append(
@@ -436,6 +439,7 @@ class TeacherPolicy:
     def observe(self, mcp: str, tool: str, args: dict[str, Any], result: Any, ok: bool) -> None:
         self.last = (mcp, tool, ok)
         self.made = args
+        self.result = result
         if not ok:
             self.seen = Seen()
             return
