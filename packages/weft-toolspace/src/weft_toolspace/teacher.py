@@ -159,6 +159,17 @@ def read_result(result: Any, notebook: Notebook) -> Seen:
     return seen
 
 
+def _note_path(name: str, seen: Seen) -> str:
+    """One note per component (`parser.md`), one per kind of record (`tickets.md` for ticket
+    ids, `commits.md`): a project's few files, each read back and edited many times."""
+    if name in COMPONENTS:
+        return f"{name}.md"
+    kind = next((k for k, v in seen.ids.items() if name in v), "")
+    if kind:
+        return f"{kind.removesuffix('_id')}s.md"
+    return "commits.md" if _HASH.fullmatch(name) else "notes.md"
+
+
 def _q(text: str) -> str:
     return text.replace("'", "")
 
@@ -235,7 +246,9 @@ class TeacherPolicy:
         subjects = s.subjects[:]
         r.shuffle(subjects)
         subjects = subjects[:3]
-        memory_result = self.last is not None and self.last[0] == "memory"
+        # Looked up only in answers that show the entity exists (a lookup of a name read
+        # elsewhere, or of a relation's other end, may find nothing and lead nowhere).
+        memory_result = last in ("create_entities", "add_observations", "read_graph", "open_nodes")
         paths = s.paths or ([made["path"]] if last in ("write_file", "edit_file") else [])
         for p in paths[:2]:
             out += [
@@ -259,7 +272,7 @@ class TeacherPolicy:
                         {"entityName": name, "contents": [f"{self._detail()} {self._stamp()}".strip()]}
                     ]}, name),
                 ]  # fmt: skip
-                if memory_result:  # looked up where it is known to exist (else an empty answer)
+                if memory_result:
                     out.append(self._act("open_nodes", {"names": [name]}, name))
                 others = sorted(book.entities - {name})
                 if others:
@@ -279,7 +292,7 @@ class TeacherPolicy:
             # entities made earlier), so reading it back shows more than one thing to act on.
             related = sorted((set(s.subjects) | book.entities) - {name})
             lines = [name, *r.sample(related, min(2, len(related)))]
-            out.append(self._act("write_file", {"path": f"{name}.md", "content": self._note(lines)}, name))
+            out.append(self._act("write_file", {"path": _note_path(name, s), "content": self._note(lines)}, name))
             for table in sorted(book.tables)[:2]:
                 if name in book.rows.get(table, set()):
                     q = f"UPDATE {table} SET note = '{_q(self._detail())}' WHERE name = '{name}'"
