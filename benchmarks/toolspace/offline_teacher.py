@@ -26,12 +26,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "packages" / "weft-toolspace" / "tests"))
 
-from test_teacher import MUTATES, World, episode  # noqa: E402
+from test_teacher import MUTATES, World, episode  # type: ignore[import-not-found]
 
-from weft_toolspace.clusters import cluster, environment_of  # noqa: E402
-from weft_toolspace.graph import build_graph  # noqa: E402
-from weft_toolspace.models import TraceRecord  # noqa: E402
-from weft_toolspace.walk import WalkConfig, Walker  # noqa: E402
+from weft_toolspace.clusters import cluster, environment_of
+from weft_toolspace.graph import build_graph
+from weft_toolspace.models import TraceRecord
+from weft_toolspace.walk import WalkConfig, Walker
 
 
 @dataclass
@@ -99,7 +99,9 @@ async def one(seed: int, episodes: int, steps: int) -> dict[str, Any]:
     traces = [episode(seed * 1000 + k, steps) for k in range(episodes)]
     graph = build_graph(traces, state_pairs=witness(traces), min_count=2)
     envs = cluster(graph, seed=seed, resolution=2.0)
-    walker = Walker(ImitationClient(), graph, environment_of(envs), WalkConfig(attempts=12, seed=seed))  # type: ignore[arg-type]
+    walker = Walker(
+        ImitationClient(), graph, environment_of(envs), WalkConfig(attempts=12, seed=seed)
+    )
     chains = await walker.run()
     lengths = [len(c.steps) for c in chains]
     return {

@@ -77,7 +77,7 @@ class World:
         self.head = "master"
         self.tickets = {f"TIC-000{i}": f"ticket {i}" for i in range(1, 4)}
 
-    def call(self, tool: str, a: dict[str, Any]) -> tuple[bool, Any]:  # noqa: PLR0911, PLR0912
+    def call(self, tool: str, a: dict[str, Any]) -> tuple[bool, Any]:
         if tool == "write_file":
             self.files[a["path"]] = a["content"]
             return True, f"Successfully wrote to {a['path']}"
@@ -89,7 +89,9 @@ class World:
                 for e in a["edits"]:
                     if e["oldText"] not in self.files[a["path"]]:
                         return False, "Could not find exact match for edit"
-                    self.files[a["path"]] = self.files[a["path"]].replace(e["oldText"], e["newText"])
+                    self.files[a["path"]] = self.files[a["path"]].replace(
+                        e["oldText"], e["newText"]
+                    )
                     diff += f"-{e['oldText']}\n+{e['newText']}\n"
                 return True, diff + "```"
             return True, self.files[a["path"]]
@@ -107,7 +109,9 @@ class World:
             if o["entityName"] not in self.entities:
                 return False, "not found"
             self.entities[o["entityName"]] += o["contents"]
-            return True, {"results": [{"entityName": o["entityName"], "addedObservations": o["contents"]}]}
+            return True, {
+                "results": [{"entityName": o["entityName"], "addedObservations": o["contents"]}]
+            }
         if tool in ("open_nodes", "read_graph", "search_nodes"):
             names = a.get("names") or [n for n in self.entities if a.get("query", n) in n]
             ents = [
@@ -153,12 +157,18 @@ class World:
             return True, f"commit {HASH}\n\n    initial commit\n"
         if tool == "get_current_time":
             z = a["timezone"]
-            return True, {"timezone": z, "datetime": "2026-12-02T16:01:26+00:00", "day_of_week": "Wednesday"}
+            return True, {
+                "timezone": z,
+                "datetime": "2026-12-02T16:01:26+00:00",
+                "day_of_week": "Wednesday",
+            }
         if tool == "convert_time":
             src, dst = a["source_timezone"], a["target_timezone"]
             return True, {"source": {"timezone": src}, "target": {"timezone": dst}}
         if tool == "list_tickets":
-            return True, {"items": [{"ticket_id": k, "subject": v} for k, v in self.tickets.items()]}
+            return True, {
+                "items": [{"ticket_id": k, "subject": v} for k, v in self.tickets.items()]
+            }
         if tool in ("get_ticket", "add_comment"):
             tid = a["ticket_id"]
             if tid not in self.tickets:
@@ -210,7 +220,7 @@ def test_the_next_call_carries_what_the_last_result_showed() -> None:
         p = TeacherPolicy(TOOLS, seed=seed)
         p.observe("filesystem", "read_text_file", {"path": "a.md"}, "parser: draft", True)
         assert all("parser" in str(a[2]) for a in p._follow())
-        _, tool, args = p.next_call()
+        _, _, args = p.next_call()
         followed += "parser" in str(args)
     assert followed >= 15  # now and then it opens new work instead (WANDER)
 

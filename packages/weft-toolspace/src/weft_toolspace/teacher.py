@@ -119,19 +119,23 @@ def read_result(result: Any, notebook: Notebook) -> Seen:
             seen.add(seen.subjects, v)
             if (shape := id_shape(v)) is not None:
                 notebook.shapes.setdefault(key, shape)
-        elif key in ("entityName", "from", "to") or (path.startswith("entities.") and key == "name"):
+        elif key in ("entityName", "from", "to") or (
+            path.startswith("entities.") and key == "name"
+        ):
             seen.add(seen.subjects, v)
         elif key == "timezone":
             seen.add(seen.zones, v)
-        elif key in ("day_of_week", "subject", "title", "stage", "status", "priority"):
-            seen.add(seen.details, v)
-        elif ".observations." in path or ".addedObservations." in path:
+        elif (
+            key in ("day_of_week", "subject", "title", "stage", "status", "priority")
+            or ".observations." in path
+            or ".addedObservations." in path
+        ):
             seen.add(seen.details, v)
     if isinstance(result, list):
         for row in result:
             if isinstance(row, dict) and isinstance(row.get("name"), str):
                 name = row["name"]
-                if "note" in row or "id" in row and len(row) > 1 and "type" not in row:
+                if "note" in row or ("id" in row and len(row) > 1 and "type" not in row):
                     seen.add(seen.subjects, name)
                     if isinstance(row.get("note"), str):
                         seen.add(seen.details, row["note"])
@@ -263,7 +267,9 @@ class TeacherPolicy:
                 line = r.choice(lines)
                 new = f"{line.partition(': ')[0]}: {r.choice([x for x in STATUS if x not in line])}"
                 out.append(
-                    self._act("edit_file", {"path": p, "edits": [{"oldText": line, "newText": new}]}, p)
+                    self._act(
+                        "edit_file", {"path": p, "edits": [{"oldText": line, "newText": new}]}, p
+                    )
                 )
         for name in subjects:
             if name in book.entities:
@@ -292,7 +298,11 @@ class TeacherPolicy:
             # entities made earlier), so reading it back shows more than one thing to act on.
             related = sorted((set(s.subjects) | book.entities) - {name})
             lines = [name, *r.sample(related, min(2, len(related)))]
-            out.append(self._act("write_file", {"path": _note_path(name, s), "content": self._note(lines)}, name))
+            out.append(
+                self._act(
+                    "write_file", {"path": _note_path(name, s), "content": self._note(lines)}, name
+                )
+            )
             for table in sorted(book.tables)[:2]:
                 if name in book.rows.get(table, set()):
                     q = f"UPDATE {table} SET note = '{_q(self._detail())}' WHERE name = '{name}'"
@@ -335,11 +345,12 @@ class TeacherPolicy:
             out.append(self._act("convert_time", args, z))
             if last == "convert_time":
                 out.append(self._act("get_current_time", {"timezone": z}, z))
-        for t in s.tables or [t for t in [self._table_of(made)] if t and last == "list_tables"]:
+        for t in s.tables:
             out.append(self._act("read_query", {"query": f"SELECT * FROM {t}"}, t))
         if last in ("write_query", "create_table"):  # read back what the write changed
-            t = self._table_of(made)
-            if t:
+            changed = self._table_of(made)
+            if changed:
+                t = changed
                 out.append(self._act("read_query", {"query": f"SELECT * FROM {t}"}, t))
                 if last == "create_table" and s.subjects == []:
                     name = r.choice(COMPONENTS)
@@ -350,7 +361,9 @@ class TeacherPolicy:
 
     def _stamp(self) -> str:
         """A time or place the last result showed, kept with an observation (it carries it)."""
-        return " ".join([*self.seen.zones[:1], *[d for d in self.seen.details if d.endswith("day")][:1]])
+        return " ".join(
+            [*self.seen.zones[:1], *[d for d in self.seen.details if d.endswith("day")][:1]]
+        )
 
     @staticmethod
     def _table_of(args: dict[str, Any]) -> str | None:
@@ -444,7 +457,11 @@ class TeacherPolicy:
             out.append(self._act("git_branch", {"branch_type": "local"}, "listing"))
         for mcp, tools in self.tools.items():
             if mcp not in REAL:
-                out += [(mcp, n, {}, n) for n, s in tools if not s.get("required") and n.startswith("list_")]
+                out += [
+                    (mcp, n, {}, n)
+                    for n, s in tools
+                    if not s.get("required") and n.startswith("list_")
+                ]
         return [a for a in out if self._can(a[1]) and a[0] in self.tools]
 
     # -- reading ------------------------------------------------------------------------------
@@ -509,7 +526,9 @@ async def teach(
                 mcp, tool, args = policy.next_call()
                 res = await client.call_tool(group, mcp, tool, args)
                 value = parse_value(res.structured if res.structured is not None else res.text)
-                policy.observe(mcp, tool, args, value if not res.is_error else res.text, not res.is_error)
+                policy.observe(
+                    mcp, tool, args, value if not res.is_error else res.text, not res.is_error
+                )
             ledger = await client.ledger(group)
         finally:
             await client.close(group)
