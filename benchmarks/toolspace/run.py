@@ -3,7 +3,7 @@ servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier
 
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
      --length 30 --min-length 5 --repeat-weight 0 --envs 2 --min-count 2 --resolution 2.0]
-     [--traces FILE] [--json FILE]
+     [--recorder explorer | teacher] [--traces FILE] [--json FILE]
      [--keep DIR] [--examples crm,helpdesk,orders | all]
      (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
      witnessed state pairs, KEEP/walk_log.jsonl every neighbour a walk tried and its outcome; --examples: the example MCPs of examples/mcps/, synthesized into
@@ -23,8 +23,13 @@ calls per task (mean, median, max and the distribution: a walk's length is an ou
 the hand-checked sample in `data_edge_labels.json` (edges keyed `source -> target`, labelled by
 reading the recorded pairs; edges not in the sample are counted as unlabelled).
 
-The traces come from `weft_toolspace.explore` (a programmatic explorer: rules, no model): the
-environments, chains and tasks are real executions; task *solving* by a model is not measured here.
+The traces come from `weft_toolspace.explore` (`--recorder explorer`, the default: a random
+programmatic explorer, rules, no model) or from `weft_toolspace.teacher` (`--recorder teacher`:
+a workflow teacher, rules, no model, that does multi-server project work with the values the
+servers returned: notes read back into memory entities, rows from values read elsewhere, notes from
+query results, a git branch per component, the clock recorded, ids carried between the example MCPs
+and the notes, objects revisited); the environments, chains and tasks are real executions; task
+*solving* by a model is not measured here.
 """
 
 from __future__ import annotations
@@ -90,6 +95,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                 steps=args.steps,
                 seed=args.seed,
                 bundles=bundles,
+                recorder=args.recorder,
             )
         save_traces(traces, out / "traces.jsonl")
         times["record_s"] = time.perf_counter() - t0 - times["bundles_s"]
@@ -155,6 +161,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         for e in graph.edges
     )
     return {
+        "recorder": args.recorder if args.traces is None else None,
         "examples": sorted(bundles),
         "materialised": mat.summary(),
         "nodes_by_source": dict(Counter(origin(n) for n in graph.nodes)),
@@ -237,6 +244,12 @@ def main() -> None:
         type=float,
         default=WalkConfig().revisit_decay,
         help="weight factor per earlier visit of a node in the chain (1.0: Eq. 3 exactly)",
+    )
+    p.add_argument(
+        "--recorder",
+        choices=("explorer", "teacher"),
+        default="explorer",
+        help="recording policy: the random explorer or the workflow teacher",
     )
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")

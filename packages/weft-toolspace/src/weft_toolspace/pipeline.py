@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -23,11 +23,15 @@ from weft_toolspace.export import SNAPSHOTS, store_initial_state
 from weft_toolspace.graph import ToolGraph, build_graph
 from weft_toolspace.models import EdgeKind, TraceRecord
 from weft_toolspace.synthesize import synthesize
+from weft_toolspace.teacher import teach
 from weft_toolspace.walk import WalkConfig, Walker
 from weft_toolspace.writers import TaskWriter
 
 if TYPE_CHECKING:
     from weft_megamcp import MegaMCPClient
+
+# Who drives the servers while recording: the random explorer or the workflow teacher.
+Recorder = Literal["explorer", "teacher"]
 
 
 @asynccontextmanager
@@ -60,13 +64,16 @@ async def record(
     seed: int,
     servers_per_episode: int = 4,
     bundles: dict[str, Path] | None = None,
+    recorder: Recorder = "explorer",
 ) -> list[TraceRecord]:
-    """Explore the real servers `names` and the envsynth `bundles` ({mcp name: bundle folder},
-    e.g. the example MCPs from `environments.example_bundles`) hosted side by side."""
+    """Drive the real servers `names` and the envsynth `bundles` ({mcp name: bundle folder},
+    e.g. the example MCPs from `environments.example_bundles`) hosted side by side, with the
+    random programmatic explorer (`explore`) or the workflow teacher (`teacher`)."""
     ids = await servers.register(client, names, home)
     ids |= await register_bundles(client, bundles or {})
     records = [await client.mcp(i) for i in ids.values()]
-    return await explore(
+    policy = teach if recorder == "teacher" else explore
+    return await policy(
         client,
         records,
         episodes=episodes,
