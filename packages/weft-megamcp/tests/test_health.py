@@ -112,6 +112,29 @@ def test_placement_prefers_workers_with_the_module_then_least_loaded() -> None:
         policy.place("z", "todo@1", [draining])
 
 
+def test_a_burst_does_not_herd_onto_the_worker_that_looked_idle() -> None:
+    """Both workers sampled at 10 sessions; `a` then received 300 more before the next sample.
+    Its stale load (0.5) is still below `b`'s (0.9): by load alone every group went to `a`."""
+    policy = PlacementPolicy(default_cap=10_000)
+    a = WorkerState(worker_id="a", load=0.5, load_sessions=10)
+    a.sessions = {f"a{i}": "notes@1" for i in range(310)}
+    b = WorkerState(worker_id="b", load=0.9, load_sessions=10)
+    b.sessions = {f"b{i}": "notes@1" for i in range(10)}
+    placed = [policy.place(f"n{i}", "notes@1", [a, b]) for i in range(100)]
+    assert placed.count("b") == 100
+
+
+def test_unsampled_workers_are_costed_at_the_pool_mean() -> None:
+    """A worker forked during a burst has no sample yet: its sessions count at the pool's
+    mean cost, so it fills up to a fair share instead of taking every new session."""
+    policy = PlacementPolicy(default_cap=10_000)
+    old = WorkerState(worker_id="old", load=1.0, load_sessions=100)
+    old.sessions = {f"o{i}": "notes@1" for i in range(100)}
+    new = WorkerState(worker_id="new", sessions={"first": "notes@1"})  # placed when forked
+    placed = [policy.place(f"n{i}", "notes@1", [old, new]) for i in range(150)]
+    assert 95 <= placed.count("new") <= 130
+
+
 def test_migration_plan_moves_everything_it_can() -> None:
     policy = PlacementPolicy(caps={"solo@1": 1}, default_cap=64)
     sick = WorkerState(

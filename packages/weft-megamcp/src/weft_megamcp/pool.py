@@ -60,6 +60,9 @@ class Worker:
         self.state.worker_id = str(self.index)
 
 
+ADMIN_FORWARD_SLOTS = 16
+
+
 class WorkerPool:
     """The workers of one master and which group (and token) lives on which."""
 
@@ -82,6 +85,11 @@ class WorkerPool:
             timeout=httpx.Timeout(settings.call_timeout_s + 30, connect=10, pool=None),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
+        # Admin requests forwarded to one worker at once: httpcore scans every pooled connection
+        # on each request (its expiry check is a getpeername() per connection), so 1,000
+        # concurrent creations cost the master ~13 ms CPU each (py-spy, 2026-12-03); the
+        # worker answers them one at a time on its loop anyway, so the rest wait here.
+        self.admin_slots: dict[int, asyncio.Semaphore] = {}
         self._lock = asyncio.Lock()
         self._replacing: dict[int, asyncio.Event] = {}
         self._next_index = 0
@@ -152,6 +160,13 @@ class WorkerPool:
             await asyncio.sleep(0.05)
         self.workers[index] = worker
         return worker
+
+    def admin_slot(self, worker: Worker) -> asyncio.Semaphore:
+        """The slots for admin requests forwarded to `worker` (ADMIN_FORWARD_SLOTS)."""
+        slot = self.admin_slots.get(worker.index)
+        if slot is None:
+            slot = self.admin_slots[worker.index] = asyncio.Semaphore(ADMIN_FORWARD_SLOTS)
+        return slot
 
     def mcp_key(self, key: str) -> tuple[str, bool]:
         """('mcp@version', shared) for a group request key 'id' or 'id@version'."""
@@ -364,6 +379,7 @@ class WorkerPool:
                 data = (await self.http.get(f"{w.url}/health", timeout=5)).json()
                 w.healthy = w.state.healthy = bool(data.get("healthy", True))
                 w.state.load = float(data.get("load", 0.0))
+                w.state.load_sessions = len(w.state.sessions)
             except (httpx.HTTPError, ValueError):
                 continue
         if any(

@@ -190,7 +190,8 @@ class Master:
                 try:
                     async with self.pool.placement(keys) as worker:
                         try:
-                            resp = await self._forward(worker, scope, body)
+                            async with self.pool.admin_slot(worker):
+                                resp = await self._forward(worker, scope, body)
                         except httpx.HTTPError as exc:
                             detail = f"worker {worker.index} failed: {type(exc).__name__}"
                             error = {"error": "MegaMCPRuntimeError", "detail": detail}
@@ -229,7 +230,8 @@ class Master:
             )
             return
         try:
-            resp = await self._forward(owner, scope, body)
+            async with self.pool.admin_slot(owner):
+                resp = await self._forward(owner, scope, body)
         except httpx.HTTPError as exc:
             await self._json(
                 send,
