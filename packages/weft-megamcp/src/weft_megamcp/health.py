@@ -185,27 +185,12 @@ class WorkerState(BaseModel):
     load: float = Field(
         default=0.0, ge=0, description="Measured busy share of a core (from the worker's /health)."
     )
-    load_sessions: int = Field(
-        default=0, ge=0, description="Sessions the worker held when `load` was measured."
-    )
     sessions: dict[str, str] = Field(
         default_factory=dict, description="session_id -> MCP key (e.g. 'notes@3') it serves."
     )
 
     def instances_of(self, mcp_key: str) -> int:
         return sum(1 for k in self.sessions.values() if k == mcp_key)
-
-    def projected_load(self, per_session: float) -> float:
-        """The load this worker would carry with one more session, each session costed at
-        `per_session` (the pool's measured load per session held).
-
-        A worker's own busy share is a poor guide while the cores are contended: it reflects
-        the scheduler as much as demand (two workers holding 390 sessions each read 0.8 and 1.2
-        in one 1,000-session run, and the one that read low took the next 199 of 220 groups),
-        it lags a burst of placements, and it stops near one core however far a saturated
-        worker is behind. Calibrating a common per-session cost by the pool's total load keeps
-        the measurement and places by the work each worker already holds."""
-        return per_session * (len(self.sessions) + 1)
 
     def can_take(self, mcp_key: str, cap: int) -> bool:
         return (
@@ -230,6 +215,11 @@ class MigrationPlan(BaseModel):
     )
 
 
+# Session counts within this many of each other count as even: the worker that already hosts
+# the MCP (its module imported) is preferred inside that slack.
+BALANCE_SLACK = 8
+
+
 class PlacementPolicy:
     """Least-loaded placement on healthy workers, honouring each MCP's load-class cap
     (`caps[mcp_key]`, from screening; `default_cap` otherwise)."""
@@ -242,23 +232,27 @@ class PlacementPolicy:
         return self.caps.get(mcp_key, self.default_cap)
 
     def choose(self, mcp_key: str, workers: Iterable[WorkerState]) -> WorkerState:
-        """The worker a new session of `mcp_key` should go to. Prefers a worker that already
-        hosts the MCP (its module is imported there), then the least loaded."""
+        """The worker a new session of `mcp_key` should go to: the one holding the fewest
+        sessions, preferring (within BALANCE_SLACK sessions) one that already hosts the MCP."""
         cap = self.cap_of(mcp_key)
         candidates = [w for w in workers if w.can_take(mcp_key, cap)]
         if not candidates:
             raise NoPlacementError(
                 f"no healthy worker can take a session of {mcp_key!r} (cap {cap} per process)"
             )
-        # Projected load first (in coarse steps, so sampling noise does not decide), then
-        # session count, so placement evens out the work held when loads tie.
-        sampled = [w for w in candidates if w.load_sessions]
-        per_session = sum(w.load for w in sampled) / max(1, sum(w.load_sessions for w in sampled))
+        # The work each worker already holds first (session counts in steps of BALANCE_SLACK),
+        # then a worker that hosts the MCP, then the exact share. A worker's measured busy
+        # share is no guide here: it lags a burst of placements, stops near one core however
+        # far a saturated worker is behind, and under contended cores reflects the scheduler
+        # as much as demand (two workers holding 390 sessions each read 0.8 and 1.2 in one
+        # 1,000-session run; by load, the one that read low took the next 199 of 220 groups).
+        # Ranking "hosts the MCP" first sent all 1,000 groups of a burst to the worker that
+        # served the previous burst. Measured load decides when the pool forks another worker.
         return min(
             candidates,
             key=lambda w: (
+                len(w.sessions) // BALANCE_SLACK,
                 w.instances_of(mcp_key) == 0,
-                round(w.projected_load(per_session) * 4) / 4,
                 len(w.sessions) / max(w.capacity, 1),
                 w.worker_id,
             ),

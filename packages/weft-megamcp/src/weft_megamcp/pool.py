@@ -379,7 +379,6 @@ class WorkerPool:
                 data = (await self.http.get(f"{w.url}/health", timeout=5)).json()
                 w.healthy = w.state.healthy = bool(data.get("healthy", True))
                 w.state.load = float(data.get("load", 0.0))
-                w.state.load_sessions = len(w.state.sessions)
             except (httpx.HTTPError, ValueError):
                 continue
         if any(
