@@ -81,7 +81,7 @@ class ScreeningSettings(BaseSettings):
         default=100_000,
         ge=1,
         description="Instances per process for servers with a clean screen: nothing process-global "
-        "to protect, so no real cap; placement balances workers by measured load instead.",
+        "to protect, so no real cap; placement balances the sessions workers hold instead.",
     )
     limited_cap: int = Field(
         default=4, ge=1, description="Instances per process for servers with warning findings."

@@ -162,7 +162,7 @@ class MegaMCPSettings(BaseSettings):
         default=100_000,
         ge=1,
         description="The same for modules with a clean screen: nothing process-global to "
-        "protect, so no real cap; placement balances workers by measured load instead.",
+        "protect, so no real cap; placement balances the sessions workers hold instead.",
     )
 
     worker_pack_sessions: int = Field(
