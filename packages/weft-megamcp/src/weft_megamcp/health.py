@@ -221,8 +221,8 @@ BALANCE_SLACK = 8
 
 
 class PlacementPolicy:
-    """Least-loaded placement on healthy workers, honouring each MCP's load-class cap
-    (`caps[mcp_key]`, from screening; `default_cap` otherwise)."""
+    """Placement on the healthy worker holding the fewest sessions, honouring each MCP's
+    load-class cap (`caps[mcp_key]`, from screening; `default_cap` otherwise)."""
 
     def __init__(self, caps: dict[str, int] | None = None, default_cap: int = 64) -> None:
         self.caps = dict(caps or {})

@@ -1,7 +1,6 @@
 """The master's worker pool: forks workers on demand (when the running ones are full or measured
-busy), places groups on the worker holding the fewest sessions,
-replaces dead workers (which adopt their groups from local disk) and migrates groups off
-unhealthy or drained workers."""
+busy), places groups on the worker holding the fewest sessions, replaces dead workers (which
+adopt their groups from local disk) and migrates groups off unhealthy or drained workers."""
 
 from __future__ import annotations
 
@@ -201,9 +200,9 @@ class WorkerPool:
 
     async def place(self, keys: list[str] | None = None) -> Worker:
         """The healthy worker holding the fewest sessions (PlacementPolicy.choose) that stays
-        within every MCP's load-class cap; a new
-        worker is forked on demand (up to --workers) when none fits or every one is full or busy
-        (`worker_pack_sessions`, `worker_busy_load`)."""
+        within every MCP's load-class cap; a new worker is forked on demand (up to --workers)
+        when none fits or every one is full or busy (`worker_pack_sessions`,
+        `worker_busy_load`)."""
         async with self._lock:
             return await self._place(keys or [])
 

@@ -4,8 +4,8 @@ The master preloads the common stack in a fork server (multiprocessing "forkserv
 preload list), so each worker is forked from a process that already imported fastapi,
 sqlmodel/sqlalchemy, pydantic and fastmcp; workers are forked on demand as groups are placed.
 A worker is a complete single-process host (HostCore) on its own 127.0.0.1 port; the master
-keeps the registry API, places each group on one worker (the one holding the fewest sessions), and forwards that
-group's admin traffic by group id. MCP traffic does not pass through the master: a session's URL
+keeps the registry API, places each group on one worker (the one holding the fewest sessions),
+and forwards that group's admin traffic by group id. MCP traffic does not pass through the master: a session's URL
 names its worker's port directly. The master owns each worker's listening socket and hands it
 to the worker process, so a replacement worker serves the same port (connections made while it
 starts wait in the socket's backlog) and session URLs stay valid. A session whose group moved
