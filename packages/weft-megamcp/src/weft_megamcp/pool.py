@@ -46,6 +46,13 @@ PRELOAD = [
 ]
 
 
+# Admin requests forwarded to one worker at once: httpcore scans every pooled connection on
+# each request (its expiry check is a getpeername() per connection), so 1,000 concurrent
+# creations cost the master ~13 ms CPU each (py-spy, 2026-12-03); the worker answers them one
+# at a time on its loop anyway, so the rest wait in the master.
+ADMIN_FORWARD_SLOTS = 16
+
+
 @dataclass
 class Worker:
     index: int
@@ -55,12 +62,12 @@ class Worker:
     placing: int = 0  # groups placed here whose creation is not answered yet
     healthy: bool = True
     state: WorkerState = field(default_factory=lambda: WorkerState(worker_id="?"))
+    admin_slots: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(ADMIN_FORWARD_SLOTS)
+    )
 
     def __post_init__(self) -> None:
         self.state.worker_id = str(self.index)
-
-
-ADMIN_FORWARD_SLOTS = 16
 
 
 class WorkerPool:
@@ -85,11 +92,6 @@ class WorkerPool:
             timeout=httpx.Timeout(settings.call_timeout_s + 30, connect=10, pool=None),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
-        # Admin requests forwarded to one worker at once: httpcore scans every pooled connection
-        # on each request (its expiry check is a getpeername() per connection), so 1,000
-        # concurrent creations cost the master ~13 ms CPU each (py-spy, 2026-12-03); the
-        # worker answers them one at a time on its loop anyway, so the rest wait here.
-        self.admin_slots: dict[int, asyncio.Semaphore] = {}
         self._lock = asyncio.Lock()
         self._replacing: dict[int, asyncio.Event] = {}
         self._next_index = 0
@@ -160,13 +162,6 @@ class WorkerPool:
             await asyncio.sleep(0.05)
         self.workers[index] = worker
         return worker
-
-    def admin_slot(self, worker: Worker) -> asyncio.Semaphore:
-        """The slots for admin requests forwarded to `worker` (ADMIN_FORWARD_SLOTS)."""
-        slot = self.admin_slots.get(worker.index)
-        if slot is None:
-            slot = self.admin_slots[worker.index] = asyncio.Semaphore(ADMIN_FORWARD_SLOTS)
-        return slot
 
     def mcp_key(self, key: str) -> tuple[str, bool]:
         """('mcp@version', shared) for a group request key 'id' or 'id@version'."""

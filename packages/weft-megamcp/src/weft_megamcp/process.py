@@ -190,7 +190,7 @@ class Master:
                 try:
                     async with self.pool.placement(keys) as worker:
                         try:
-                            async with self.pool.admin_slot(worker):
+                            async with worker.admin_slots:
                                 resp = await self._forward(worker, scope, body)
                         except httpx.HTTPError as exc:
                             detail = f"worker {worker.index} failed: {type(exc).__name__}"
@@ -230,7 +230,7 @@ class Master:
             )
             return
         try:
-            async with self.pool.admin_slot(owner):
+            async with owner.admin_slots:
                 resp = await self._forward(owner, scope, body)
         except httpx.HTTPError as exc:
             await self._json(
