@@ -72,6 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from weft_megamcp.app import HostASGI, HostCore
+    from weft_megamcp.collector import tune_collector
     from weft_megamcp.host import url_of, uvicorn_options
 
     try:
@@ -89,6 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     server = uvicorn.Server(uvicorn.Config(HostASGI(core), **uvicorn_options(settings)))
+    tune_collector(settings.gc_young_threshold)
     server.run(sockets=[sock])
     if not server.started:
         print(

@@ -33,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 from weft_megamcp._session import token_sha
 from weft_megamcp._stats_merge import merge_reports
 from weft_megamcp.app import HostASGI, HostCore
+from weft_megamcp.collector import tune_collector
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.forwarding import forward, read_body, relay, send_json
@@ -293,5 +294,6 @@ def serve_master(settings: MegaMCPSettings, sock: socket.socket | None = None) -
     )
     app = guard_app(master, settings.allowed_hosts)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
+    tune_collector(settings.gc_young_threshold)
     server.run(sockets=[sock])
     return 0

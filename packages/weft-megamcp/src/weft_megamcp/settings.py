@@ -112,6 +112,15 @@ class MegaMCPSettings(BaseSettings):
     verifier_timeout_s: float = Field(
         default=120.0, gt=0, description="Wall-clock limit of one Python verifier run."
     )
+    gc_young_threshold: int = Field(
+        default=20_000,
+        ge=0,
+        description="Net allocations between young garbage collections in `weft-megamcp serve` "
+        "and its workers, which also freeze the objects that exist once the app is built "
+        "(CPython's default is 700: at 1,000 sessions the collector took ~30% of the host's "
+        "CPU); 0 keeps CPython's defaults. An embedded host never changes its process's "
+        "collector.",
+    )
     keep_alive_s: int = Field(
         default=120, ge=1, description="Seconds an idle HTTP keep-alive connection stays open."
     )
