@@ -4,11 +4,12 @@ servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
      --length 30 --min-length 5 --repeat-weight 0 --envs 2 --min-count 2 --resolution 2.0]
      [--recorder explorer | teacher] [--traces FILE] [--json FILE]
-     [--keep DIR] [--examples crm,helpdesk,orders | all]
+     [--keep DIR] [--examples crm,helpdesk,orders | all] [--servers repo,memory,sqlite,time]
      (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
      witnessed state pairs, KEEP/walk_log.jsonl every neighbour a walk tried and its outcome; --examples: the example MCPs of examples/mcps/, synthesized into
      weft-envsynth bundles and hosted in MegaMCP's bundle tier, are explored alongside the real
-     servers)
+     servers; --servers: which to host, default the five; `repo` is the suite of filesystem and
+     git over one workspace, so notes written are committed, logged and shown)
 
 Environments are materialised as §4.1.3 says (`weft_toolspace.environments`): stateless servers
 (time) are answered by a replay server over the recorded results, state-query environments start
@@ -68,7 +69,7 @@ LABELS = Path(__file__).with_name("data_edge_labels.json")
 
 async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     settings = ToolSpaceSettings()
-    names = list(servers.SERVERS)
+    names = [n for n in args.servers.split(",") if n]
     ok, failed = servers.install_all(names, settings.server_home)
     t0 = time.perf_counter()
     times: dict[str, float] = {}
@@ -250,6 +251,11 @@ def main() -> None:
         choices=("explorer", "teacher"),
         default="explorer",
         help="recording policy: the random explorer or the workflow teacher",
+    )
+    p.add_argument(
+        "--servers",
+        default=",".join(servers.SERVERS),
+        help="real servers (or suites: repo = filesystem + git over one workspace) to host",
     )
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")

@@ -41,6 +41,11 @@ class RegisterRequest(BaseModel):
         default=None, description="EnvBundle folder, module package folder or .py file."
     )
     command: list[str] | None = Field(default=None, description="argv of a stdio MCP server.")
+    suite: dict[str, list[str]] | None = Field(
+        default=None,
+        description="member name -> argv: stdio MCP servers one session runs side by side in "
+        "one workspace and DB (each tool belongs to one member).",
+    )
     name: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
 

@@ -100,6 +100,12 @@ class HostCore:
         self.manager.base_url = value.rstrip("/")
 
     async def register(self, req: RegisterRequest) -> MCPRecord:
+        if req.suite is not None:
+            if req.command or req.path:
+                raise MegaMCPUserError("register a suite, a command or a path, not several")
+            if not req.name:
+                raise MegaMCPUserError("registering a suite needs a name")
+            return await self.registry.register_suite(req.suite, name=req.name, env=req.env)
         if req.command:
             if not req.name:
                 raise MegaMCPUserError("registering a command needs a name")

@@ -155,6 +155,16 @@ class MegaMCPClient:
         )
         return MCPRecord.model_validate(data)
 
+    async def register_suite(
+        self, members: dict[str, list[str]], *, name: str, env: dict[str, str] | None = None
+    ) -> MCPRecord:
+        """Register stdio servers that share each session's workspace and DB (member name ->
+        argv; one process per member per session)."""
+        data = await self._req(
+            "POST", "/admin/mcps", {"suite": members, "name": name, "env": env or {}}
+        )
+        return MCPRecord.model_validate(data)
+
     async def mcps(self) -> list[MCPRecord]:
         return [MCPRecord.model_validate(d) for d in await self._req("GET", "/admin/mcps")]
 

@@ -34,11 +34,14 @@ class _Proc:
 
 
 class CommandRuntime:
-    """Starts each session's own server process on first use and stops it on release."""
+    """Starts each session's own server process on first use and stops it on release. A suite's
+    session has one process per member (started when a tool of that member is first called),
+    all in the session's workspace and DB."""
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self._procs: dict[str, _Proc] = {}
+        # session id -> suite member ("" for a single command) -> its process
+        self._procs: dict[str, dict[str, _Proc]] = {}
         self._records: dict[tuple[str, int], MCPRecord] = {}
         self._start_lock = asyncio.Lock()
 
@@ -48,20 +51,24 @@ class CommandRuntime:
             self._records[key] = self.registry.get(mcp_id, version)
         return self._records[key]
 
-    async def _proc(self, session: HostedSession) -> _Proc:
-        proc = self._procs.get(session.session_id)
+    async def _proc(self, session: HostedSession, member: str) -> _Proc:
+        proc = self._procs.get(session.session_id, {}).get(member)
         if proc is not None:
             return proc
         async with self._start_lock:
-            proc = self._procs.get(session.session_id)
+            proc = self._procs.get(session.session_id, {}).get(member)
             if proc is not None:
                 return proc
             rec = self.record(session.mcp_id, session.version)
             sandbox = self.registry.sandbox
             folder: Path | None = None
+            log_file: Path | None = None
             if rec.kind == MCPKind.COMMAND:
-                argv = json.loads(rec.entry)
+                entry = json.loads(rec.entry)
+                argv = entry["members"][member] if member else entry
                 env = {str(k): str(v) for k, v in (rec.metadata.get("env") or {}).items()}
+                if member:
+                    log_file = session.root / f"server-{member}.log"
             else:
                 folder = self.registry.source_folder(rec)
                 argv = [
@@ -87,11 +94,12 @@ class CommandRuntime:
                     session.db_path,
                     sandbox=sandbox,
                     module_src=folder,
+                    log_file=log_file,
                 )
             )
             await stack.enter_async_context(client)
             proc = _Proc(client, stack)
-            self._procs[session.session_id] = proc
+            self._procs.setdefault(session.session_id, {})[member] = proc
             return proc
 
     def _allowed(self, rec: MCPRecord) -> set[str]:
@@ -119,12 +127,13 @@ class CommandRuntime:
         rec = self.record(session.mcp_id, session.version)
         if tool not in self._allowed(rec):
             raise FastMCPNotFound(f"Unknown tool: {tool!r}")
-        proc = await self._proc(session)
+        member = str((rec.metadata.get("tool_members") or {}).get(tool, ""))
+        proc = await self._proc(session, member)
         try:
             result = await proc.client.call_tool(tool, arguments, raise_on_error=False)
         except Exception:
             # The process died or the pipe broke: drop it so the next call starts a fresh one.
-            await self._drop(session.session_id)
+            await self._drop(session.session_id, member)
             raise
         if result.is_error:
             text = " ".join(c.text for c in result.content if isinstance(c, mt.TextContent))
@@ -133,11 +142,15 @@ class CommandRuntime:
             content=list(result.content), structured_content=result.structured_content
         )
 
-    async def _drop(self, session_id: str) -> None:
-        proc = self._procs.pop(session_id, None)
-        if proc is not None:
+    async def _drop(self, session_id: str, member: str | None = None) -> None:
+        """Stop the session's process of `member` (None: all of the session's processes)."""
+        procs = self._procs.get(session_id, {})
+        for name in [m for m in procs if member in (None, m)]:
+            proc = procs.pop(name)
             with contextlib.suppress(Exception):  # the process may already be gone
                 await proc.stack.aclose()
+        if not procs:
+            self._procs.pop(session_id, None)
 
     async def release(self, session: HostedSession) -> None:
         await self._drop(session.session_id)

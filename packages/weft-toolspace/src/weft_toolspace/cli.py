@@ -52,10 +52,10 @@ def _envs(out: Path) -> list[Environment]:
 
 def _servers_in(mcps: set[str]) -> list[str]:
     """Registered MCP ids of the real servers are their names; anything else cannot be hosted."""
-    unknown = sorted(m for m in mcps if m not in servers.SERVERS)
+    unknown = sorted(m for m in mcps if m not in servers.SPECS)
     if unknown:
         raise ToolSpaceError(
-            f"cannot host {', '.join(unknown)}: not one of {', '.join(servers.SERVERS)}"
+            f"cannot host {', '.join(unknown)}: not one of {', '.join(servers.SPECS)}"
         )
     return sorted(mcps)
 
@@ -243,7 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("traces", nargs="*", type=Path, help="trace files or folders (JSON / JSONL)")
     m.add_argument("--record", type=int, default=0, help="episodes to record on the real servers")
     m.add_argument("--steps", type=int, default=20, help="calls per recorded episode")
-    m.add_argument("--servers", default=",".join(servers.SERVERS), help="servers to record on")
+    m.add_argument(
+        "--servers",
+        default=",".join(servers.SERVERS),
+        help="servers to record on (or suites: repo = filesystem + git over one workspace)",
+    )
     m.add_argument(
         "--witness", action="store_true", help="witness state edges by counterfactual replay"
     )

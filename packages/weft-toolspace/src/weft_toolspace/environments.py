@@ -186,7 +186,7 @@ def synthesize_bundle(traces: Iterable[TraceRecord], mcp: str, folder: Path) -> 
 
 def _memory_file(mcp: str) -> str | None:
     """The workspace file a real server keeps its knowledge graph in (memory: memory.jsonl)."""
-    spec = servers.SERVERS.get(mcp)
+    spec = servers.SPECS.get(mcp)
     for value in spec.env.values() if spec else ():
         if value.startswith(servers.WS + "/"):
             return value.removeprefix(servers.WS + "/")
@@ -288,7 +288,7 @@ def stateless(mcp: str, traces: Iterable[TraceRecord]) -> bool:
     recorded call of it changed state. (The ledger's per-call flag is not used for real servers:
     a command-tier call is marked mutated when anything in its session changed, and time's calls
     are, now and then.)"""
-    spec = servers.SERVERS.get(mcp)
+    spec = servers.SPECS.get(mcp)
     if spec is not None:
         values = (*spec.args, *spec.env.values())
         return not any(servers.WS in v or servers.DB in v for v in values)
@@ -344,7 +344,7 @@ async def materialise(
             module = write_replay_module(traces, mcp, folder / "replay" / f"replay_{mcp}.py")
             await client.register(module, name=mcp)  # a new version of `mcp`: groups get it
             out.replayed[mcp] = module
-        elif EnvironmentKind.STATE_QUERY in ks and mcp in servers.SERVERS:
+        elif EnvironmentKind.STATE_QUERY in ks and mcp in servers.SPECS:
             files = seed_files(traces, mcp)
             if files:
                 out.seeds[mcp] = files

@@ -112,10 +112,10 @@ async def store_initial_state(
     `TaskGraph.initial_snapshots`. A server in `seeds` starts from those workspace files (its
     state-query environment's s_0 from recorded outputs); a bundle from its seed database."""
     bundles = bundles or {}
-    unknown = sorted(m for m in mcps if m not in servers.SERVERS and m not in bundles)
+    unknown = sorted(m for m in mcps if m not in servers.SPECS and m not in bundles)
     if unknown:
         raise ToolSpaceUserError(
-            f"no s0 for {', '.join(unknown)}: not one of {', '.join(servers.SERVERS)}"
+            f"no s0 for {', '.join(unknown)}: not one of {', '.join(servers.SPECS)}"
             " nor a materialised bundle"
         )
     empty = empty_db(folder)

@@ -166,7 +166,7 @@ async def run_toolspace(
         used = {c.mcp for t in traces for c in t.calls}
         if "" in used:
             raise ToolSpaceUserError("traces call tools of no named server (mcp '')")
-        real = sorted(used & set(servers.SERVERS))
+        real = sorted(used & set(servers.SPECS))
         await servers.register(client, real, home)
         await register_bundles(client, {m: p for m, p in bundles.items() if m in used})
         hostable = set(real) | (set(bundles) & used)

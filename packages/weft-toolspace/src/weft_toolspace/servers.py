@@ -8,6 +8,13 @@ in MegaMCP's command tier (one private process per session, state in the session
     sqlite      mcp-server-sqlite (PyPI)                       the session DB (WEFT_DB_PATH)
     time        mcp-server-time (PyPI)                         stateless
 
+and one suite (MegaMCP `register_suite`: the members run side by side in each session, over one
+workspace):
+
+    repo        filesystem + git                               a git repository the filesystem
+                                                               server writes in (write, add,
+                                                               commit, log, show, edit, diff)
+
 Each PyPI server gets its own venv: mcp-server-sqlite 2025.4.25 only answers with mcp 1.x.
 """
 
@@ -16,6 +23,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,9 +41,11 @@ _GIT_ENV = {
     "GIT_COMMITTER_NAME": "weft",
     "GIT_COMMITTER_EMAIL": "weft@example.org",
     # Fixed dates make commit hashes a function of content and parents: a chain that logs a hash
-    # and shows it replays from s_0 (as SOURCE_DATE_EPOCH does for reproducible builds).
-    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00",
-    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
+    # and shows it replays from s_0 (as SOURCE_DATE_EPOCH does for reproducible builds). Git's
+    # raw form (2026-01-01T00:00:00Z): GitPython, which git_commit uses, refuses an ISO date
+    # with an offset ("Unsupported date format").
+    "GIT_AUTHOR_DATE": "1767225600 +0000",
+    "GIT_COMMITTER_DATE": "1767225600 +0000",
 }
 # s_0 of the repository: one commit of a README, so log, show, branch and checkout have history.
 _GIT_INIT = (
@@ -53,6 +63,7 @@ class RealServer:
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     init: str | None = None  # shell run in the workspace before the server starts
+    members: tuple[str, ...] = ()  # a suite's servers (registry "suite"): one workspace
 
     def folder(self, home: Path) -> Path:
         return home / self.name
@@ -117,14 +128,40 @@ SERVERS: dict[str, RealServer] = {
 }
 
 
+def _suite(name: str, members: tuple[str, ...]) -> RealServer:
+    """A suite's spec from its members': their placeholders (so what uses the workspace or DB is
+    known), their environment and their inits (s_0 of the shared workspace is every member's)."""
+    specs = [SERVERS[m] for m in members]
+    inits = [s.init for s in specs if s.init]
+    return RealServer(
+        name,
+        "suite",
+        tuple(r for s in specs for r in s.requirements),
+        "",
+        tuple(a for s in specs for a in s.args),
+        {k: v for s in specs for k, v in s.env.items()},
+        " && ".join(inits) if inits else None,
+        members,
+    )
+
+
+SUITES: dict[str, RealServer] = {s.name: s for s in (_suite("repo", ("filesystem", "git")),)}
+# Everything hostable by name: the real servers and the suites of them (a view of both).
+SPECS: ChainMap[str, RealServer] = ChainMap(SUITES, SERVERS)
+
+
 def server(name: str) -> RealServer:
-    if name not in SERVERS:
-        raise ToolSpaceUserError(f"unknown server {name!r} (known: {', '.join(SERVERS)})")
-    return SERVERS[name]
+    if name not in SPECS:
+        raise ToolSpaceUserError(f"unknown server {name!r} (known: {', '.join(SPECS)})")
+    return SPECS[name]
 
 
 def installed(name: str, home: Path) -> Path | None:
-    path = server(name).binary(home)
+    spec = server(name)
+    if spec.members:
+        paths = [installed(m, home) for m in spec.members]
+        return None if any(p is None for p in paths) else paths[-1]
+    path = spec.binary(home)
     return path if path.exists() else None
 
 
@@ -146,6 +183,8 @@ def install(name: str, home: Path, *, timeout: float = 300) -> Path:
     existing = installed(name, home)
     if existing is not None:
         return existing
+    if spec.members:
+        return [install(m, home, timeout=timeout) for m in spec.members][-1]
     folder = spec.folder(home)
     folder.mkdir(parents=True, exist_ok=True)
     if spec.registry == "npm":
@@ -194,6 +233,10 @@ async def register(client: MegaMCPClient, names: list[str], home: Path) -> dict[
         spec = server(n)
         if installed(n, home) is None:
             raise ToolSpaceUserError(f"server {n!r} is not installed under {home}")
-        rec = await client.register_command(spec.argv(home), name=n, env=dict(spec.env))
+        if spec.members:
+            members = {m: server(m).argv(home) for m in spec.members}
+            rec = await client.register_suite(members, name=n, env=dict(spec.env))
+        else:
+            rec = await client.register_command(spec.argv(home), name=n, env=dict(spec.env))
         out[n] = rec.mcp_id
     return out

@@ -7,7 +7,9 @@ An episode is a piece of project work on a handful of components (`parser`, `sch
 and on the example MCPs' records (customers, tickets, orders): it writes a project note, reads it
 back and stores each line's facts as memory entities and observations, writes SQLite rows from
 values read elsewhere and reads them back, writes notes from query results and graph lookups,
-opens a git branch per component and checks it out, looks up the time and records it, carries
+opens a git branch per component and checks it out, commits its notes where git shares the
+filesystem server's workspace (the `repo` suite: stage, review the staged diff, commit, read the
+log and show a commit, then edit again), looks up the time and records it, carries
 ids between the example MCPs and the notes, and revisits what it made earlier (lists the folder,
 the tables, the graph or the branches, then reads, edits and re-reads an object).
 
@@ -53,7 +55,7 @@ COMPONENTS = (
 STATUS = ("draft", "reviewed", "blocked", "shipped", "flaky", "pending")
 ZONES = ("Europe/Paris", "America/New_York", "Asia/Tokyo", "UTC", "Australia/Sydney")
 TABLES = ("components", "timeline", "followups")
-REAL = ("filesystem", "memory", "git", "sqlite", "time")
+REAL = ("filesystem", "memory", "git", "sqlite", "time", "repo")
 WORKSPACE = "/session/workspace/"
 # Weight of a (tool, object) pair already done this episode, and per earlier call of a tool:
 # an episode does different work, it does not run one call over and over.
@@ -98,6 +100,8 @@ class Notebook:
     rows: dict[str, set[str]] = field(default_factory=dict)  # table -> names inserted
     branches: set[str] = field(default_factory=set)
     shapes: dict[str, re.Pattern[str]] = field(default_factory=dict)  # id key -> id shape
+    staged: set[str] = field(default_factory=set)  # paths added since the last commit
+    committed: dict[str, list[str]] = field(default_factory=dict)  # path -> lines committed
 
 
 def _has_token(token: str, text: str) -> bool:
@@ -196,6 +200,10 @@ class TeacherPolicy:
         self.last: tuple[str, str, bool] | None = None
         self.done: set[tuple[str, str]] = set()
         self.calls: Counter[str] = Counter()
+        # git sees the files the filesystem server writes only when one suite serves both.
+        self.shared_repo = "write_file" in self.where and self.where.get(
+            "write_file"
+        ) == self.where.get("git_add")
 
     # -- choosing -----------------------------------------------------------------------------
 
@@ -229,7 +237,7 @@ class TeacherPolicy:
     def _act(self, tool: str, args: dict[str, Any], obj: str) -> Action:
         """A call of `tool` on its server ('' when no server of the episode has it: dropped)."""
         mcp = self.where.get(tool, "")
-        if mcp == "git":
+        if tool.startswith("git_"):
             args = {"repo_path": ".", **args}
         return mcp, tool, args, obj
 
@@ -319,6 +327,8 @@ class TeacherPolicy:
         if last in ("git_create_branch", "git_checkout"):
             out += [self._act("git_branch", {"branch_type": "local"}, made["branch_name"])]
             out += [self._act("git_status", {}, made["branch_name"])]
+        if self.shared_repo:
+            out += self._commit_work(paths)
         for h in s.hashes[:1]:
             out.append(self._act("git_show", {"revision": h}, h))
             if last == "git_show":
@@ -358,6 +368,35 @@ class TeacherPolicy:
                     out.append(self._act("write_query", {"query": q}, f"{t}:{name}"))
         out += self._examples()
         return [a for a in out if self._can(a[1]) and a[0] in self.tools]
+
+    def _commit_work(self, paths: list[str]) -> list[Action]:
+        """Version control of the notes (git and the filesystem server share one folder): a
+        written or edited note is looked at and staged, a staged change reviewed and committed
+        with a message naming what it holds, a commit read back from the log."""
+        s, book, r = self.seen, self.book, self.rng
+        _, last, _ = self.last or ("", "", True)
+        out: list[Action] = []
+        changed = [p for p in paths if book.files.get(p) != book.committed.get(p)]
+        if last in ("write_file", "edit_file", "git_status", "git_diff_unstaged"):
+            for p in changed[:2]:
+                out.append(self._act("git_add", {"files": [p]}, f"add:{p}"))
+            if last in ("write_file", "edit_file"):
+                out.append(self._act("git_status", {}, f"status:{'+'.join(changed)}"))
+                if any(p in book.committed for p in changed):
+                    out.append(self._act("git_diff_unstaged", {}, f"diff:{'+'.join(changed)}"))
+        if book.staged and last in ("git_add", "git_diff_staged", "git_status"):
+            if last != "git_diff_staged":
+                staged = "+".join(sorted(book.staged))
+                out.append(self._act("git_diff_staged", {}, f"staged:{staged}"))
+            # The message names what the last result showed of the change (a diff's subjects).
+            subjects = [x for x in s.subjects if x in COMPONENTS] or [
+                p.removesuffix(".md") for p in sorted(book.staged)
+            ]
+            message = f"{r.choice(subjects)}: {r.choice(STATUS)} notes"
+            out.append(self._act("git_commit", {"message": message}, f"commit:{message}"))
+        if last == "git_commit":
+            out.append(self._act("git_log", {"max_count": 3}, "log"))
+        return out
 
     def _stamp(self) -> str:
         """A time or place the last result showed, kept with an observation (it carries it)."""
@@ -421,6 +460,7 @@ class TeacherPolicy:
             "memory": ("read_graph", {}),
             "sqlite": ("list_tables", {}),
             "git": ("git_branch", {"branch_type": "local"}),
+            "repo": ("git_status", {}),
             "time": ("get_current_time", {"timezone": "UTC"}),
         }
         if mcp in listing:
@@ -455,6 +495,8 @@ class TeacherPolicy:
             out.append(self._act("list_tables", {}, "listing"))
         if self.book.branches:
             out.append(self._act("git_branch", {"branch_type": "local"}, "listing"))
+        if self.shared_repo and self.book.files:
+            out.append(self._act("git_status", {}, "listing"))
         for mcp, tools in self.tools.items():
             if mcp not in REAL:
                 out += [
@@ -494,6 +536,12 @@ class TeacherPolicy:
                 book.rows.setdefault(t, set()).add(m.group(1))
         elif tool == "git_create_branch":
             book.branches.add(args["branch_name"])
+        elif tool == "git_add" and "staged successfully" in str(result):
+            book.staged |= set(args["files"])
+        elif tool == "git_commit":
+            for p in book.staged:
+                book.committed[p] = list(book.files.get(p, []))
+            book.staged = set()
         self.seen = read_result(result, book)
 
 

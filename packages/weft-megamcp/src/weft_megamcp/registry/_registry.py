@@ -56,6 +56,13 @@ def _screen_command(argv: list[str]) -> dict[str, Any]:
     }
 
 
+def _check_argv(argv: list[str], where: str = "") -> None:
+    if not argv or not all(isinstance(a, str) and a for a in argv):
+        raise RegistrationError(f"{where}command must be a non-empty list of non-empty strings")
+    if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
+        raise RegistrationError(f"{where}command {argv[0]!r} is not on PATH")
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -205,34 +212,93 @@ class Registry:
         description: str = "",
     ) -> MCPRecord:
         """Register a command that starts a stdio MCP server (served one process per session)."""
-        if not argv or not all(isinstance(a, str) and a for a in argv):
-            raise RegistrationError("command must be a non-empty list of non-empty strings")
-        if shutil.which(argv[0]) is None and not Path(argv[0]).exists():
-            raise RegistrationError(f"command {argv[0]!r} is not on PATH")
-        mcp_id = slugify(name)
-        entry = json.dumps(argv)
+        _check_argv(argv)
         meta = {"argv": argv, "env": env or {}, "screen": _screen_command(argv)}
+        return await self._register_commands(
+            {"": argv}, json.dumps(argv), meta, name=name, env=env, description=description
+        )
+
+    async def register_suite(
+        self,
+        members: dict[str, list[str]],
+        *,
+        name: str,
+        env: dict[str, str] | None = None,
+        description: str = "",
+    ) -> MCPRecord:
+        """Register a suite: several stdio MCP servers that one session runs side by side, one
+        process per member, all in the session's workspace and DB (a filesystem server and a git
+        server over one repository). Its tools are the members' tools; a name two members
+        share is refused, since a call could not say which member it is for."""
+        if not members:
+            raise RegistrationError("a suite needs at least one member")
+        for member, argv in members.items():
+            if not member or not member.replace("-", "").replace("_", "").isalnum():
+                raise RegistrationError(
+                    f"suite member name {member!r} must be letters, digits, '-' or '_'"
+                )
+            _check_argv(argv, where=f"suite member {member!r}: ")
+        members = {k: list(v) for k, v in sorted(members.items())}
+        meta: dict[str, Any] = {
+            "members": members,
+            "env": env or {},
+            "screen": _screen_command([a for argv in members.values() for a in argv]),
+        }
+        return await self._register_commands(
+            members,
+            json.dumps({"members": members}),
+            meta,
+            name=name,
+            env=env,
+            description=description,
+        )
+
+    async def _register_commands(
+        self,
+        members: dict[str, list[str]],
+        entry: str,
+        meta: dict[str, Any],
+        *,
+        name: str,
+        env: dict[str, str] | None,
+        description: str,
+    ) -> MCPRecord:
+        mcp_id = slugify(name)
         source_hash = sha256_text(
             canonical_json({"kind": "command", "entry": entry, "env": env or {}})
         )
         existing = self._by_hash(mcp_id, source_hash)
         if existing is not None:
             return existing
+        tools: list[Any] = []
+        owner: dict[str, str] = {}
         with tempfile.TemporaryDirectory(prefix="megamcp-register-") as tmp:
-            try:
-                tools = await list_command_tools(
-                    argv,
-                    env or {},
-                    Path(tmp),
-                    sandbox=self.sandbox,
-                    timeout_s=self.register_timeout_s,
-                )
-            except MegaMCPUserError:  # a timeout, or no sandbox: already one clear line
-                raise
-            except Exception as exc:
-                raise RegistrationError(
-                    f"command {' '.join(argv)!r} did not answer tools/list: {type(exc).__name__}: {exc}"
-                ) from None
+            for member, argv in members.items():
+                try:
+                    listed = await list_command_tools(
+                        argv,
+                        env or {},
+                        Path(tmp),
+                        sandbox=self.sandbox,
+                        timeout_s=self.register_timeout_s,
+                    )
+                except MegaMCPUserError:  # a timeout, or no sandbox: already one clear line
+                    raise
+                except Exception as exc:
+                    raise RegistrationError(
+                        f"command {' '.join(argv)!r} did not answer tools/list: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from None
+                for tool in listed:
+                    if tool.name in owner:
+                        raise RegistrationError(
+                            f"suite {name!r}: tool {tool.name!r} is offered by both "
+                            f"{owner[tool.name]!r} and {member!r}"
+                        )
+                    owner[tool.name] = member
+                tools += listed
+        if len(members) > 1 or "" not in members:
+            meta["tool_members"] = owner
         row = MCPVersionRow(
             mcp_id=mcp_id,
             version=self._next_version(mcp_id),
