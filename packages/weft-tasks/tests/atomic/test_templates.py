@@ -3,8 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from weft_core.models import CallMade, EntityField, ReturnContains
+from weft_tasks.atomic._values import new_value as _new_value
+from weft_tasks.atomic._values import schema_value as _schema_value
 from weft_tasks.atomic.bundle import load_bundle
-from weft_tasks.atomic.templates import _new_value, _schema_value, draft_for_tool
+from weft_tasks.atomic.templates import draft_for_tool
 
 
 def test_argument_values_follow_their_schema() -> None:

@@ -33,6 +33,7 @@ from weft_core.models import (
     ToolSpec,
     WorkspaceFile,
 )
+from weft_tasks.atomic._values import fits, new_value, schema_value
 from weft_tasks.atomic.bundle import BundleView
 
 _SCALAR = (str, int, float, bool)
@@ -166,101 +167,6 @@ def _label(entity: Entity, row: dict[str, Any]) -> str:
     return f"{entity.name.replace('_', ' ')} {row.get(entity.key)!s}"
 
 
-def _new_value(
-    f: EntityField, current: Any, salt: int, schema: dict[str, Any] | None = None
-) -> Any:
-    schema = _plain(schema or {})
-    if schema.get("type") in ("array", "object"):
-        return _schema_value(schema, f.name, salt)
-    enum = schema.get("enum") or f.enum
-    if enum:
-        others = [v for v in enum if v != current]
-        return others[salt % len(others)] if others else enum[0]
-    kind = f.type
-    if schema.get("type") in ("integer", "number", "boolean"):
-        kind = schema["type"]
-    if kind == "integer":
-        value = (current if isinstance(current, int) else 0) + 3 + salt
-        return _clamp(value, schema)
-    if kind == "number":
-        amount = round((current if isinstance(current, (int, float)) else 0) + 12.5 + salt, 2)
-        return _clamp(amount, schema)
-    if kind == "boolean":
-        return not bool(current)
-    if kind == "date":
-        return f"2026-0{1 + salt % 9}-1{salt % 9}"
-    if kind == "datetime":
-        return f"2026-0{1 + salt % 9}-1{salt % 9}T10:30:00"
-    if kind == "json":
-        return {"note": f"weft {salt}"}
-    if "email" in f.name:
-        return f"weft.{f.name}.{salt}@example.org"
-    return f"Weft {f.name.replace('_', ' ')} {salt}"
-
-
-def _clamp(value: float, schema: dict[str, Any]) -> Any:
-    lo, hi = schema.get("minimum"), schema.get("maximum")
-    if hi is not None and value > hi:
-        value = hi
-    if lo is not None and value < lo:
-        value = lo
-    return value
-
-
-def _plain(schema: dict[str, Any]) -> dict[str, Any]:
-    """The non-null branch of a nullable schema (`anyOf [T, null]`, `type: [T, "null"]`)."""
-    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
-        if isinstance(branch, dict) and branch.get("type") not in (None, "null"):
-            return {**{k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}, **branch}
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        real = [k for k in kind if k != "null"]
-        return {**schema, "type": real[0] if real else "string"}
-    return schema
-
-
-def _fits(value: Any, schema: dict[str, Any]) -> bool:
-    """Whether a stored value can be passed where `schema` is expected."""
-    kind = _plain(schema).get("type")
-    if value is None:
-        return False
-    kinds: dict[str, tuple[type, ...]] = {
-        "string": (str,),
-        "integer": (int,),
-        "number": (int, float),
-        "boolean": (bool,),
-        "array": (list,),
-        "object": (dict,),
-    }
-    return isinstance(value, kinds.get(kind, (object,))) if isinstance(kind, str) else True
-
-
-def _schema_value(schema: dict[str, Any], name: str, salt: int) -> Any:
-    schema = _plain(schema)
-    if "default" in schema and schema["default"] is not None:
-        return schema["default"]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    kind = schema.get("type")
-    if kind == "integer":
-        return _clamp(1 + salt, schema)
-    if kind == "number":
-        return _clamp(1.5 + salt, schema)
-    if kind == "boolean":
-        return True
-    if kind == "array":
-        items = _plain(schema.get("items") or {"type": "string"})
-        if items.get("type", "string") == "string" and not items.get("enum"):
-            # list items are often tokens (tags, ids): no spaces
-            return [f"weft-{(name.rstrip('s') or name).replace('_', '-')}-{salt}"]
-        return [_schema_value(items, name, salt)]
-    if kind == "object":
-        return {}
-    if "email" in name:
-        return f"weft.{salt}@example.org"
-    return f"weft {name.replace('_', ' ')} {salt}"
-
-
 class _Builder:
     """Accumulates inputs, calls and fixture rows of one draft."""
 
@@ -374,7 +280,7 @@ def _args_for(
             # a unique value an update sets must differ from the one a create of the same
             # variant sets: one composed task may hold both
             shift = 50 if f.unique and contract.operation in ("update", "action") else 0
-            value = _new_value(f, current, salt + shift, schema)
+            value = new_value(f, current, salt + shift, schema)
             new_values[fname] = value
             args[name] = b.given(name, value, f"new {target.name}.{fname}")
         elif m and m.role == "path":
@@ -382,12 +288,10 @@ def _args_for(
         elif m and m.role == "content":
             args[name] = b.given(name, f"Weft note {salt} for {contract.tool}", "file content")
         elif required:
-            if row is not None and name in row and _fits(row[name], schema):
+            if row is not None and name in row and fits(row[name], schema):
                 args[name] = b.given(name, row[name], f"{name} of {_label(target, row)}")  # type: ignore[arg-type]
             else:
-                args[name] = b.given(
-                    name, _schema_value(schema, name, salt), name.replace("_", " ")
-                )
+                args[name] = b.given(name, schema_value(schema, name, salt), name.replace("_", " "))
     return args, new_values
 
 
@@ -420,7 +324,7 @@ def _add_finder(
     }
     if fspec is not None:
         for name in fspec.required:
-            fargs.setdefault(name, _schema_value(fspec.properties.get(name, {}), name, salt))
+            fargs.setdefault(name, schema_value(fspec.properties.get(name, {}), name, salt))
     key_name = f"{entity.name}_{entity.key}" if entity.key == "id" else entity.key
     b.calls.append(ReferenceCall(tool=ftool, arguments=fargs, bind={key_name: entity.key}))
     b.inputs.append(
@@ -812,7 +716,7 @@ def _file_draft(
         wcontent: b.given("content", content, "file content"),
     }
     for name in wspec.required if wspec else []:
-        wargs.setdefault(name, _schema_value(wspec.properties.get(name, {}), name, salt))  # type: ignore[union-attr]
+        wargs.setdefault(name, schema_value(wspec.properties.get(name, {}), name, salt))  # type: ignore[union-attr]
     b.calls.append(ReferenceCall(tool=writer.tool, arguments=wargs))
     paths = [m.argument for m in contract.mappings if m.role == "path"]
     content_arg = next((m.argument for m in contract.mappings if m.role == "content"), None)
@@ -857,7 +761,7 @@ def _file_draft(
             else:
                 return None
         for name in spec.required:
-            targs.setdefault(name, _schema_value(spec.properties.get(name, {}), name, salt))
+            targs.setdefault(name, schema_value(spec.properties.get(name, {}), name, salt))
         b.calls.append(ReferenceCall(tool=contract.tool, arguments=targs))
         chain.append(contract.tool)
     return Draft(
