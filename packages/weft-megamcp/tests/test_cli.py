@@ -84,3 +84,31 @@ def test_bad_config_is_one_line(tmp_path):
     config.write_text("[megamcp]\nno_such_setting = 1\n")
     out = _cli("serve", "--config", str(config))
     assert out.returncode == 2 and "unknown setting" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_register_a_suite_of_commands(tmp_path):
+    from pathlib import Path
+
+    data_dir = Path(__file__).parent / "data"
+    data = tmp_path / "data"
+    notes = f"notes={sys.executable} {data_dir / 'stdio_notes.py'}"
+    shelf = f"shelf={sys.executable} {data_dir / 'stdio_shelf.py'}"
+    out = _cli(
+        "register", "--member", notes, "--member", shelf, "--name", "desk",
+        "--data-dir", str(data), "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout)
+    assert rec["mcp_id"] == "desk" and rec["kind"] == "command"
+    assert rec["metadata"]["tool_members"] == {
+        "note": "notes", "read": "notes", "shelf": "shelf", "words": "shelf", "shelf_calls": "shelf"
+    }  # fmt: skip
+    for bad, needle in [
+        (["--member", "nocommand", "--name", "x"], "write NAME=COMMAND"),
+        (["--member", notes], "needs --name"),
+        (["--member", notes, "--member", notes, "--name", "x"], "given twice"),
+        (["--member", notes, "--command", "true", "--name", "x"], "give one of"),
+    ]:
+        out = _cli("register", *bad, "--data-dir", str(data))
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert needle in out.stderr, out.stderr

@@ -692,6 +692,7 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "from .vcsrt import vcs_tool  # noqa: F401",
         "from .graphrt import graph_tool  # noqa: F401",
         "from .fsrt import file_media, file_text  # noqa: F401",
+        "from .computert import compute  # noqa: F401",
         *(
             ["from .codert import load_route, run_route"]
             if any(r.code is not None for r in plan.routes)
@@ -703,7 +704,6 @@ def render_server(spec: MCPSpec, model: EntityModel, plan: BackendPlan) -> str:
         "    build_mcp,",
         "    certified_tools,",
         "    check_transition,",
-        "    compute,",
         "    db_session,",
         "    first_row,",
         "    get_row,",

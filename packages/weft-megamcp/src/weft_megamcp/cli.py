@@ -101,7 +101,28 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _suite_members(specs: list[str]) -> dict[str, list[str]]:
+    """`--member NAME=COMMAND` values as {name: argv} (COMMAND split as a shell would)."""
+    import shlex
+
+    members: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, command = spec.partition("=")
+        if not sep or not name.strip() or not command.strip():
+            raise UserError(f"--member {spec!r}: write NAME=COMMAND (e.g. git='mcp-server-git')")
+        if name.strip() in members:
+            raise UserError(f"--member {name.strip()!r} is given twice")
+        try:
+            members[name.strip()] = shlex.split(command)
+        except ValueError as exc:
+            raise UserError(f"--member {spec!r}: {exc}") from None
+    return members
+
+
 async def _register_async(args: argparse.Namespace) -> int:
+    members = _suite_members(args.member or [])
+    if members and not args.name:
+        raise UserError("a suite (--member) needs --name")
     if args.url:
         from weft_megamcp.client import MegaMCPClient
 
@@ -109,7 +130,9 @@ async def _register_async(args: argparse.Namespace) -> int:
         if not token:
             raise UserError("--url needs --admin-token (or WEFT_MEGAMCP_ADMIN_TOKEN)")
         async with MegaMCPClient(args.url, token) as client:
-            if args.command:
+            if members:
+                rec = await client.register_suite(members, name=args.name)
+            elif args.command:
                 rec = await client.register_command(
                     args.command, name=args.name or Path(args.command[0]).stem
                 )
@@ -131,7 +154,9 @@ async def _register_async(args: argparse.Namespace) -> int:
             register_timeout_s=settings.register_timeout_s,
         )
         try:
-            if args.command:
+            if members:
+                rec = await registry.register_suite(members, name=args.name)
+            elif args.command:
                 rec = await registry.register_command(
                     args.command, name=args.name or Path(args.command[0]).stem
                 )
@@ -149,8 +174,8 @@ async def _register_async(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    if not args.path and not args.command:
-        raise UserError("give a PATH or --command ARGV...")
+    if sum(map(bool, (args.path, args.command, args.member))) != 1:
+        raise UserError("give one of a PATH, --command ARGV... or --member NAME=COMMAND...")
     return asyncio.run(_register_async(args))
 
 
@@ -193,10 +218,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(fn=_serve)
 
-    reg = sub.add_parser("register", help="register an EnvBundle, a module or a stdio command")
+    reg = sub.add_parser(
+        "register", help="register an EnvBundle, a module, a stdio command or a suite of them"
+    )
     reg.add_argument("path", nargs="?", help="EnvBundle folder, module package folder or .py file")
     reg.add_argument(
         "--command", nargs=argparse.REMAINDER, help="argv of a stdio MCP server (rest of the line)"
+    )
+    reg.add_argument(
+        "--member",
+        action="append",
+        metavar="NAME=COMMAND",
+        help="a suite member (repeat): stdio servers run side by side in each session over one "
+        "workspace and DB, e.g. --member fs='mcp-server-filesystem ${WEFT_WORKSPACE}' "
+        "--member git='mcp-server-git --repository ${WEFT_WORKSPACE}' --name repo",
     )
     reg.add_argument("--name", help="MCP id (default: from the bundle or file name)")
     reg.add_argument(
