@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from weft_toolspace.episodes import considered
 from weft_toolspace.explore import (
     BRANCH,
     ENTITY,
@@ -14,7 +15,6 @@ from weft_toolspace.explore import (
     ROW,
     ExplorerPolicy,
     Memory,
-    considered,
     observe,
     role,
 )

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from weft_toolspace.episodes import record_episodes
 from weft_toolspace.fill import id_shape
 from weft_toolspace.models import TraceRecord
-from weft_toolspace.traces import from_group_ledger, parse_value
 
 if TYPE_CHECKING:
     from weft_megamcp import MegaMCPClient
@@ -185,13 +185,6 @@ _CONSUMES = {
     "search": (ENTITY, ROW),
     "git-files": (PATH,),
 }
-
-
-def considered(description: str) -> bool:
-    """Tools an agent reading the descriptions would pick for text work: not the deprecated ones,
-    not readers of images and audio."""
-    d = description.lower()
-    return "deprecated" not in d and not ("image" in d and "audio" in d)
 
 
 # Roles that name an existing object, and the fact kind that must be known for them.
@@ -587,38 +580,16 @@ async def explore(
     servers_per_episode: int = 2,
     on_episode: Callable[[TraceRecord], None] | None = None,
 ) -> list[TraceRecord]:
-    """Run `episodes` fresh groups over random subsets of the servers; returns their ledgers as
-    traces (each group is closed in a `finally`)."""
-    rng = random.Random(seed)
+    """Record `episodes` with the explorer (its habits carry over from episode to episode)."""
     habits: Counter[str] = Counter()
-    traces: list[TraceRecord] = []
-    for ep in range(episodes):
-        chosen = rng.sample(records, min(servers_per_episode, len(records)))
-        tools = {
-            r.mcp_id: [
-                (t.name, dict(t.input_schema)) for t in r.tools if considered(t.description or "")
-            ]
-            for r in chosen
-        }
-        policy = ExplorerPolicy(tools, seed=seed * 1000 + ep, habits=habits)
-        group = await client.create_group([r.mcp_id for r in chosen])
-        try:
-            for _ in range(steps):
-                mcp, tool, args = policy.next_call()
-                res = await client.call_tool(group, mcp, tool, args)
-                result = (
-                    None
-                    if res.is_error
-                    else parse_value(res.structured if res.structured is not None else res.text)
-                )
-                policy.observe(
-                    mcp, tool, args, result if result is not None else res.text, not res.is_error
-                )
-            ledger = await client.ledger(group)
-        finally:
-            await client.close(group)
-        trace = from_group_ledger(ledger, trace_id=f"explore-{seed}-{ep}")
-        traces.append(trace)
-        if on_episode is not None:
-            on_episode(trace)
-    return traces
+    return await record_episodes(
+        client,
+        records,
+        lambda menu, ep_seed: ExplorerPolicy(menu, seed=ep_seed, habits=habits),
+        label="explore",
+        episodes=episodes,
+        steps=steps,
+        seed=seed,
+        servers_per_episode=servers_per_episode,
+        on_episode=on_episode,
+    )

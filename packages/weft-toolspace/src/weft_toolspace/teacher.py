@@ -33,11 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from weft_toolspace.explore import considered
+from weft_toolspace.episodes import record_episodes
 from weft_toolspace.fill import id_shape
 from weft_toolspace.graph import leaves
 from weft_toolspace.models import TraceRecord
-from weft_toolspace.traces import from_group_ledger, parse_value
 
 if TYPE_CHECKING:
     from weft_megamcp import MegaMCPClient
@@ -555,33 +554,15 @@ async def teach(
     servers_per_episode: int = 4,
     on_episode: Callable[[TraceRecord], None] | None = None,
 ) -> list[TraceRecord]:
-    """Run `episodes` fresh groups over random subsets of the servers with the workflow teacher;
-    returns their ledgers as traces (each group is closed in a `finally`)."""
-    rng = random.Random(seed)
-    traces: list[TraceRecord] = []
-    for ep in range(episodes):
-        chosen = rng.sample(records, min(servers_per_episode, len(records)))
-        tools = {
-            r.mcp_id: [
-                (t.name, dict(t.input_schema)) for t in r.tools if considered(t.description or "")
-            ]
-            for r in chosen
-        }
-        policy = TeacherPolicy(tools, seed=seed * 1000 + ep)
-        group = await client.create_group([r.mcp_id for r in chosen])
-        try:
-            for _ in range(steps):
-                mcp, tool, args = policy.next_call()
-                res = await client.call_tool(group, mcp, tool, args)
-                value = parse_value(res.structured if res.structured is not None else res.text)
-                policy.observe(
-                    mcp, tool, args, value if not res.is_error else res.text, not res.is_error
-                )
-            ledger = await client.ledger(group)
-        finally:
-            await client.close(group)
-        trace = from_group_ledger(ledger, trace_id=f"teach-{seed}-{ep}")
-        traces.append(trace)
-        if on_episode is not None:
-            on_episode(trace)
-    return traces
+    """Record `episodes` with the workflow teacher (a fresh notebook each episode)."""
+    return await record_episodes(
+        client,
+        records,
+        lambda menu, ep_seed: TeacherPolicy(menu, seed=ep_seed),
+        label="teach",
+        episodes=episodes,
+        steps=steps,
+        seed=seed,
+        servers_per_episode=servers_per_episode,
+        on_episode=on_episode,
+    )
