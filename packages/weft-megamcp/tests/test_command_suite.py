@@ -46,6 +46,22 @@ async def test_suite_members_share_the_session_workspace(client: MegaMCPClient) 
     assert (again.mcp_id, again.version) == (rec.mcp_id, rec.version)
 
 
+async def test_a_first_read_only_call_is_not_a_change_of_state(client: MegaMCPClient) -> None:
+    # The host creates the session DB file before a sandboxed process starts; that empty file is
+    # not the tool's doing (it was once ledgered as a mutation of every first call).
+    rec = await client.register_suite({"notes": NOTES, "shelf": SHELF}, name="desk3")
+    g = await client.create_group([rec.mcp_id])
+    await client.call_tool(g, rec.mcp_id, "shelf")
+    await client.call_tool(g, rec.mcp_id, "note", {"name": "a.md", "text": "one"})
+    await client.call_tool(g, rec.mcp_id, "words", {"name": "a.md"})
+    entries = (await client.ledger(g))[rec.mcp_id]
+    assert [(e.tool, e.mutated) for e in entries] == [
+        ("shelf", False),
+        ("note", True),
+        ("words", False),
+    ]
+
+
 async def test_a_killed_member_restarts_alone(client: MegaMCPClient) -> None:
     rec = await client.register_suite({"notes": NOTES, "shelf": SHELF}, name="desk2")
     g = await client.create_group([rec.mcp_id])

@@ -29,14 +29,17 @@ def token_sha(token: str) -> str:
 
 
 def _sqlite_change_counter(path: Path) -> tuple[int, int, int]:
-    """(file change counter, size, WAL size): changes whenever a write transaction commits."""
+    """(file change counter, size, WAL size): changes whenever a write transaction commits. A
+    missing file and an empty one are the same state (SQLite opens both as an empty DB), so the
+    empty file the host creates before a sandboxed process starts is not a change of the
+    session's state."""
     try:
         with open(path, "rb") as fh:
             header = fh.read(28)
-        counter = int.from_bytes(header[24:28], "big") if len(header) >= 28 else 0
-        size = path.stat().st_size
+            size = os.fstat(fh.fileno()).st_size
     except FileNotFoundError:
-        return (-1, -1, -1)
+        header, size = b"", 0
+    counter = int.from_bytes(header[24:28], "big") if len(header) >= 28 else 0
     wal = path.with_name(path.name + "-wal")
     return (counter, size, wal.stat().st_size if wal.exists() else 0)
 
