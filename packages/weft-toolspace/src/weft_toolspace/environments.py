@@ -286,8 +286,10 @@ def stateless(mcp: str, traces: Iterable[TraceRecord]) -> bool:
     """Whether server `mcp` keeps no state: a real server pointed at neither a workspace nor a
     session DB has nowhere to keep any (time); a server known from traces only, when no
     recorded call of it changed state. (The ledger's per-call flag is not used for real servers:
-    a command-tier call is marked mutated when anything in its session changed, and time's calls
-    are, now and then.)"""
+    a command-tier call is marked mutated when anything in its session changed, which a read
+    can do: `git status` refreshes the index, git's first call runs its init; and traces
+    recorded before MegaMCP stopped counting the DB file it creates for a sandboxed process
+    mark every first call of a session.)"""
     spec = servers.SPECS.get(mcp)
     if spec is not None:
         values = (*spec.args, *spec.env.values())
