@@ -106,19 +106,29 @@ async def run_calls(
             return record
         step = StepRecord(call.tool, args)
         record.steps.append(step)
-        step.returned = await caller.call(mcp, call.tool, args)
-        if step.returned.is_error:
-            step.error = f"tool error: {step.returned.text[:300]}"
-            record.failed_at = i
+        if not record_return(record, i, call, step, await caller.call(mcp, call.tool, args)):
             return record
-        for name, path in call.bind.items():
-            # A value the result lacks is only fatal when a later template needs it, which
-            # render() reports with the missing name.
-            try:
-                record.env[name] = extract(step.returned.value, path)
-            except KeyError:
-                step.missing_binds.append(name)
     return record
+
+
+def record_return(
+    record: RunRecord, i: int, call: ReferenceCall, step: StepRecord, returned: ToolReturn
+) -> bool:
+    """What call `i` returned, into its step and the record: the values it binds, or the error
+    that stops the run (False)."""
+    step.returned = returned
+    if returned.is_error:
+        step.error = f"tool error: {returned.text[:300]}"
+        record.failed_at = i
+        return False
+    for name, path in call.bind.items():
+        # A value the result lacks is only fatal when a later template needs it, which
+        # render() reports with the missing name.
+        try:
+            record.env[name] = extract(returned.value, path)
+        except KeyError:
+            step.missing_binds.append(name)
+    return True
 
 
 _CHECKS: TypeAdapter[list[Check]] = TypeAdapter(list[Check])

@@ -24,7 +24,7 @@ from weft_tasks.atomic.execution import (
     TemplateError,
     ToolReturn,
     call_value,
-    extract,
+    record_return,
     render,
     template_names,
 )
@@ -207,23 +207,14 @@ class BatchedGroup:
         self.calls += 1
         rec = StepRecord(call.tool, args)
         record.steps.append(rec)
-        rec.returned = (
+        returned = (
             to_return(step.call)
             if step is not None and step.call is not None
             else ToolReturn(
                 is_error=True, text=(step.error if step is not None else None) or "call not run"
             )
         )
-        if rec.returned.is_error:
-            rec.error = f"tool error: {rec.returned.text[:300]}"
-            record.failed_at = i
-            return False
-        for name, path in call.bind.items():
-            try:
-                record.env[name] = extract(rec.returned.value, path)
-            except KeyError:
-                rec.missing_binds.append(name)
-        return True
+        return record_return(record, i, call, rec, returned)
 
     async def read_calls(
         self, calls: Sequence[ReferenceCall], env: Mapping[str, Any], steps: Iterator[Any]
