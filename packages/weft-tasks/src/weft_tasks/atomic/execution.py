@@ -32,6 +32,7 @@ __all__ = [
     "ToolReturn",
     "call_value",
     "extract",
+    "record_return",
     "render",
     "render_checks",
     "run_calls",
