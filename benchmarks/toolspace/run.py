@@ -3,10 +3,10 @@ servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier
 
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
      --length 30 --min-length 5 --repeat-weight 0 --envs 2 --min-count 2 --resolution 2.0]
-     [--recorder explorer | teacher] [--traces FILE] [--json FILE]
+     [--recorder explorer | teacher] [--traces FILE [--state-pairs FILE]] [--json FILE]
      [--keep DIR] [--examples crm,helpdesk,orders | all] [--servers repo,memory,sqlite,time]
      (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
-     witnessed state pairs, KEEP/walk_log.jsonl every neighbour a walk tried and its outcome; --examples: the example MCPs of examples/mcps/, synthesized into
+     witnessed state pairs, which --state-pairs reuses instead of replaying them again, KEEP/walk_log.jsonl every neighbour a walk tried and its outcome; --examples: the example MCPs of examples/mcps/, synthesized into
      weft-envsynth bundles and hosted in MegaMCP's bundle tier, are explored alongside the real
      servers; --servers: which to host, default the five; `repo` is the suite of filesystem and
      git over one workspace, so notes written are committed, logged and shown)
@@ -101,7 +101,12 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         save_traces(traces, out / "traces.jsonl")
         times["record_s"] = time.perf_counter() - t0 - times["bundles_s"]
         # State edges are witnessed once and kept, so other pruning settings can be tried offline.
-        pairs = await witness_all(client, traces)
+        if args.state_pairs is not None:
+            if args.traces is None:
+                raise SystemExit("--state-pairs needs --traces (the pairs index those traces)")
+            pairs = {(str(t), int(i)) for t, i in json.loads(args.state_pairs.read_text())}
+        else:
+            pairs = await witness_all(client, traces)
         save_json(sorted(pairs), out / "state_pairs.json")
         graph = build_graph(
             traces, state_pairs=pairs, min_count=args.min_count, min_weight=settings.min_weight
@@ -258,6 +263,13 @@ def main() -> None:
         help="real servers (or suites: repo = filesystem + git over one workspace) to host",
     )
     p.add_argument("--traces", type=Path, default=None, help="reuse recorded traces (JSONL)")
+    p.add_argument(
+        "--state-pairs",
+        type=Path,
+        default=None,
+        help="with --traces: reuse the witnessed state pairs (a kept run's state_pairs.json) "
+        "instead of the counterfactual replays",
+    )
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
     p.add_argument("--keep", type=Path, default=None, help="keep the run folder here")
     p.add_argument(

@@ -236,7 +236,14 @@ async def test_a_repeat_is_taken_only_when_nothing_else_reaches_min_length() -> 
     chains = await walker.run()
     assert [[s.tool for s in c.steps] for c in chains] == [["a", "a", "a", "b"]] * 4
     assert {c.ended for c in chains} == {"no neighbour"}
-    assert walker.stats.outcomes["repeat taken"] == 8 and walker.stats.rollbacks == 0
+    assert walker.stats.outcomes["repeat taken"] == 8
+    # Each walk searched past its end once: back to the start, taking no repeat (a repeat adds
+    # no work), and found nothing better; without the search nothing is rolled back.
+    assert walker.stats.outcomes["searched past end"] == 4
+    once = cfg.model_copy(update={"search_past_end": 0})
+    first = Walker(FakeMegaMCP(), g, env_of, once)  # type: ignore[arg-type]
+    assert [[s.tool for s in c.steps] for c in await first.run()] == [["a", "a", "a", "b"]] * 4
+    assert first.stats.rollbacks == 0
     # The lookahead follows the lengths: from `a` a walk of 4..30 calls over both exists, not
     # one of at least 31.
     assert walker.admits_walk("a")
@@ -264,3 +271,30 @@ async def test_a_complete_chain_whose_continuations_fail_ends_instead_of_being_l
     chains = await walker.run()
     assert [[s.tool for s in c.steps] for c in chains] == [["a", "b"]] * 2
     assert walker.stats.ended == {"too many rollbacks": 2} and not walker.stats.discarded
+
+
+async def test_a_search_past_the_end_keeps_the_chain_that_did_more_work() -> None:
+    """a -> b (w 0.9) ends at once: b is a sink. a -> c -> d -> e (w 0.1) does more. Without a
+    search every walk of seed 2 keeps a, b (the first chain that may end); with one, the end b
+    is rolled back and the other neighbour of `a` taken, and the walk keeps a, c, d, e. A search
+    that finds nothing better keeps the first chain (the test above)."""
+    g = ToolGraph(
+        nodes=_nodes("a", "b", "c", "d", "e"),
+        edges=[
+            _edge("a", "b", 0.9),
+            _edge("a", "c", 0.1),
+            _edge("c", "d", 1.0),
+            _edge("d", "e", 1.0),
+        ],
+    )
+    env_of = {"a": "e0", "b": "e1", "c": "e1", "d": "e1", "e": "e0"}
+    cfg = WalkConfig(min_length=2, max_length=30, environments=2, attempts=6, seed=2)
+    first = await Walker(  # type: ignore[arg-type]
+        FakeMegaMCP(), g, env_of, cfg.model_copy(update={"search_past_end": 0})
+    ).run()
+    assert ["a", "b"] in [[s.tool for s in c.steps] for c in first]
+    walker = Walker(FakeMegaMCP(), g, env_of, cfg)  # type: ignore[arg-type]
+    chains = await walker.run()
+    assert [[s.tool for s in c.steps] for c in chains] == [["a", "c", "d", "e"]] * 6
+    assert {c.ended for c in chains} == {"no neighbour"}
+    assert walker.stats.outcomes["searched past end"] >= 1

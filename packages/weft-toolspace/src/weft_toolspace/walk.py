@@ -26,6 +26,15 @@ are left: "no new work"; or no neighbour works at all: "no neighbour"), or at ma
 min_length or K a repeat is taken when nothing else is admissible (the lookahead guarantees the
 chain can still be completed). A walk is discarded after too many rollbacks or when max_length
 calls still cover fewer than K environments.
+
+Where such a chain ends, the walk does not stop at once: the paper rolls a walk back when it
+cannot go on ("rollback to s_{t-1}") rather than ending it short of L, so the end node is rolled
+back like any dead end and another neighbour of v_{t-1} is sampled, up to `search_past_end`
+times per walk (and within `max_rollbacks`). The walk keeps the complete chain it reached that
+did the most distinct work (`weft_toolspace.work`; not the most calls, which repeats would
+give), with the reason that chain ended; each such search is logged ("searched past end").
+Length stays an outcome: nothing makes a chain longer than the graph and the live calls let it
+get, and a walk whose searches find nothing longer keeps its first chain.
 """
 
 from __future__ import annotations
@@ -96,6 +105,14 @@ class WalkConfig(BaseModel):
         "called k times weighs decay^k; 1.0: Eq. 3 exactly). Superseded by repeat_weight, which "
         "sets a repeat aside only while new work is admissible (h16e: a decay of 0.25 kept 0 of "
         "8 seed-7 walks, the alternatives it preferred failed or dead-ended).",
+    )
+    search_past_end: int = Field(
+        default=12,
+        ge=0,
+        description="Times a walk whose complete chain ended (no neighbour, no new work) rolls "
+        "its end node back and samples another neighbour of v_{t-1}, keeping the longest chain "
+        "reached (Algorithm 1 rolls back instead of ending a walk short of L). 0: a chain ends "
+        "where it first stops.",
     )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
@@ -301,9 +318,20 @@ class Walker:
         frontier: list[list[Candidate]] = [[(None, rng.choices(starts, weights)[0])]]
         deferred: list[list[Deferred]] = [[]]
 
+        # The complete chain reached so far that did the most distinct work (not the most
+        # calls: a search past the end may also rebuild a chain with repeats below min_length).
+        best: Chain | None = None
+        best_work = 0
+        searched = 0
+
         def kept(ended: str) -> Chain:
+            nonlocal best_work
+            work = len(set(works) - {("", "")})
+            if best is not None and best_work >= work:
+                return best
+            best_work = work
             return Chain(
-                id=chain_id, steps=steps, rollbacks=rollbacks, s0={"group": s0}, ended=ended
+                id=chain_id, steps=list(steps), rollbacks=rollbacks, s0={"group": s0}, ended=ended
             )
 
         while True:
@@ -312,20 +340,35 @@ class Walker:
             if len(steps) >= cfg.max_length:
                 if complete:
                     return kept("max length")
+                if best is not None:
+                    return best
                 self.stats.discarded["too few environments"] += 1
                 return None
             pending, aside = frontier[-1], deferred[-1]
             if not pending and not aside and not steps:
+                if best is not None:  # searched back to the start: nothing longer
+                    return best
                 pending.append((None, rng.choices(starts, weights)[0]))  # the start failed
             if not pending and complete:
-                # Every admissible neighbour was tried or repeats work: the chain ends here.
-                return kept("no new work" if aside else "no neighbour")
-            if not pending and not aside:
-                # No admissible neighbour of v_t works: drop v_t, restore s_{t-1} and resample
-                # among the other neighbours of v_{t-1} (rollback one level up).
+                # Every admissible neighbour was tried or repeats work: the chain ends here,
+                # unless a search past the end may still find a longer one.
+                best = kept("no new work" if aside else "no neighbour")
+                if searched >= cfg.search_past_end:
+                    return best
+                searched += 1
+                self.stats.note(
+                    chain_id, len(steps), None, steps[-1].node, None, "searched past end"
+                )
+            if not pending and (not aside or complete or best is not None):
+                # No admissible neighbour of v_t works (or the chain ended at v_t; or, searching
+                # past an end, only repeats are left, which add no work): drop v_t, restore
+                # s_{t-1} and resample among the other neighbours of v_{t-1} (rollback one level
+                # up).
                 rollbacks += 1
                 self.stats.rollbacks += 1
                 if rollbacks > cfg.max_rollbacks:
+                    if best is not None:
+                        return best
                     self.stats.discarded["dead end"] += 1
                     return None
                 frontier.pop()
@@ -391,6 +434,8 @@ class Walker:
                 if rollbacks > cfg.max_rollbacks:
                     if complete:  # a chain that may end here ends here, it is not lost
                         return kept("too many rollbacks")
+                    if best is not None:
+                        return best
                     self.stats.discarded["too many rollbacks"] += 1
                     return None
                 continue
