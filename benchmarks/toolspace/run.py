@@ -2,7 +2,8 @@
 servers (filesystem, memory, git, sqlite, time) hosted in MegaMCP's command tier on 127.0.0.1.
 
 Run: uv run python benchmarks/toolspace/run.py [--episodes 16 --steps 20 --attempts 12
-     --length 30 --min-length 5 --repeat-weight 0 --envs 2 --min-count 2 --resolution 2.0]
+     --length 30 --min-length 5 --repeat-weight 0 --search-past-end 12 --envs 2 --min-count 2
+     --resolution 2.0]
      [--recorder explorer | teacher] [--traces FILE [--state-pairs FILE]] [--json FILE]
      [--keep DIR] [--examples crm,helpdesk,orders | all] [--servers repo,memory,sqlite,time]
      (--traces: mine recorded traces instead of recording; KEEP/state_pairs.json holds the
@@ -134,6 +135,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             attempts=args.attempts,
             seed=args.seed,
             revisit_decay=args.revisit_decay,
+            search_past_end=args.search_past_end,
         )
         walker = Walker(client, graph, environment_of(envs), cfg, initial=initial)
         t1 = time.perf_counter()
@@ -196,6 +198,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "revisit_decay": args.revisit_decay,
         "repeat_weight": args.repeat_weight,
         "min_length": args.min_length,
+        "search_past_end": args.search_past_end,
         "max_length": args.length,
         "walks_ended": dict(walker.stats.ended),
         "calls_per_walk": sorted(len(c.steps) for c in chains),
@@ -235,6 +238,12 @@ def main() -> None:
         type=float,
         default=WalkConfig().repeat_weight,
         help="weight factor of a neighbour repeating a (tool, object) pair (1.0: Eq. 3)",
+    )
+    p.add_argument(
+        "--search-past-end",
+        type=int,
+        default=WalkConfig().search_past_end,
+        help="rollbacks of a complete chain's end looking for one doing more work (0: none)",
     )
     p.add_argument("--envs", type=int, default=2)
     p.add_argument("--seed", type=int, default=7)

@@ -4,6 +4,7 @@ reading the previous one's files in OUT:
     weft-toolspace mine -o OUT [--record EPISODES --steps S] [TRACES...]   OUT/traces.jsonl, graph.json
     weft-toolspace cluster -o OUT                                          OUT/environments.json
     weft-toolspace walk -o OUT [--length L --min-length M --envs K --attempts N]         OUT/chains.jsonl
+                               [--search-past-end S]
     weft-toolspace synthesize -o OUT [--model M]                           OUT/tasks/*.json, snapshots/
     weft-toolspace evidence -o OUT [--to FILE]                             OUT/evidence.json
     weft-toolspace pro -o OUT --servers S1,S2 [--length L --envs K]        OUT/pro/ (§5 upgrade)
@@ -130,6 +131,7 @@ async def cmd_walk(args: argparse.Namespace, settings: ToolSpaceSettings) -> dic
         min_length=min(args.min_length, args.length),
         environments=args.envs,
         attempts=args.attempts,
+        search_past_end=args.search_past_end,
         seed=settings.seed,
     )
     with tempfile.TemporaryDirectory(prefix="weft-toolspace-") as tmp:
@@ -261,6 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     w.add_argument("--envs", type=int, default=2, help="K: environments per chain")
     w.add_argument("--attempts", type=int, default=10, help="walk attempts")
+    w.add_argument(
+        "--search-past-end",
+        type=int,
+        default=WalkConfig().search_past_end,
+        help="rollbacks of a complete chain's end looking for one doing more work (0: none)",
+    )
     s = sub.add_parser("synthesize", help="reverse-synthesize verified TaskGraphs from chains")
     s.add_argument(
         "--model", default=None, help="chat model for task texts (default: programmatic)"
