@@ -208,3 +208,31 @@ async def test_a_session_with_no_checkpoint_recovers_to_its_initial_workspace(
     async with host.core.manager.quiesced(group):
         host.core.recovery._restore_checkpoint(group.sessions[m], None)
     assert await _note(client, g, m, "brief.md") == "initial"
+
+
+async def test_a_call_is_ledgered_as_mutating_exactly_when_it_changed_state_across_a_restore(
+    client: MegaMCPClient, group: GroupHandle, notes: MCPRecord
+) -> None:
+    """The fingerprint a call leaves stands in for the next call's "before" (one workspace walk
+    per call instead of two) only until the files are put back: a stale one would ledger the
+    read after the restore as a write."""
+    m = notes.mcp_id
+    await client.call_tool(group, m, "write_note", {"path": "a.md", "text": "one"})
+    assert await _note(client, group, m, "a.md") == "one"
+    snap = await client.snapshot(group)
+    await client.call_tool(group, m, "write_note", {"path": "a.md", "text": "two"})
+    await client.call_tool(group, m, "write_note", {"path": "b.md", "text": "x"})
+    await client.restore(group, snap)
+    assert await _note(client, group, m, "a.md") == "one"
+    await client.call_tool(group, m, "write_note", {"path": "a.md", "text": "two"})
+    assert await _note(client, group, m, "a.md") == "two"
+    ledger = (await client.ledger(group))[m]
+    # The snapshot's two calls, then the three after the restore.
+    assert [e.tool for e in ledger] == [
+        "write_note",
+        "read_note",
+        "read_note",
+        "write_note",
+        "read_note",
+    ]
+    assert [e.mutated for e in ledger] == [True, False, False, True, False]

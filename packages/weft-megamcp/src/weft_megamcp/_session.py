@@ -92,6 +92,10 @@ class HostedSession:
     # The tool of a call that timed out while its thread still runs; the session refuses calls
     # until it returns (groups.calls).
     overrun: str | None = field(init=False, default=None)
+    # What the last call left: (state version, ledger, fingerprint); see `probe_before_call`.
+    _last_probe: tuple[int, SessionLedger, tuple[Any, ...]] | None = field(
+        init=False, default=None, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -118,6 +122,27 @@ class HostedSession:
     def probe(self) -> tuple[Any, ...]:
         """A cheap fingerprint of the session's state; differs after any committed write."""
         return (_sqlite_change_counter(self.db_path), _workspace_signature(self.workspace))
+
+    def probe_before_call(self) -> tuple[Any, ...]:
+        """The fingerprint before a call. The workspace walk is O(files) and ran twice per call;
+        for an in-process session nothing but its calls writes its files, so the fingerprint
+        the last call left is still the state, unless the files were put back since: a restore
+        and a recovery replace the ledger object with them (and a restore bumps the version).
+        A dedicated session's process may write between calls (a server's own flush): probed
+        again."""
+        last, self._last_probe = self._last_probe, None  # a call that fails midway leaves none
+        if (
+            last is not None
+            and not self.dedicated
+            and last[0] == self.state_version
+            and last[1] is self.ledger
+        ):
+            return last[2]
+        return self.probe()
+
+    def after_call(self, fingerprint: tuple[Any, ...]) -> None:
+        """Remember the fingerprint a call left, once its state version is assigned."""
+        self._last_probe = (self.state_version, self.ledger, fingerprint)
 
     def to_json(self) -> dict[str, Any]:
         return {

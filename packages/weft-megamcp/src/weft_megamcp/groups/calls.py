@@ -149,7 +149,7 @@ class ToolCalls(IdleGroups):
             # The write gate: a checkpoint copies the state only between calls, never between
             # a write committing and its version being assigned (see DebouncedCheckpointer).
             async with session.state_lock:
-                before = session.probe()
+                before = session.probe_before_call()
                 started = datetime.now(UTC)
                 t0 = time.perf_counter()
                 error_kind, message, result = await self._run_tool(
@@ -165,11 +165,13 @@ class ToolCalls(IdleGroups):
                         f"Tool {tool!r} returned {size:,} characters, over the result limit of "
                         f"{self.max_result_chars:,} (max_result_chars); ask for less"
                     )
-                mutated = session.probe() != before
+                after = session.probe()
+                mutated = after != before
                 if mutated and self.fence is not None:
                     await self.fence.before_ack(session)  # fenced: not acknowledged nor ledgered
                 if mutated:
                     session.state_version += 1
+                session.after_call(after)
                 message = (
                     self.sanitizer.text(message, workspace=str(session.workspace))
                     if error_kind
