@@ -110,9 +110,9 @@ class WalkConfig(BaseModel):
         default=12,
         ge=0,
         description="Times a walk whose complete chain ended (no neighbour, no new work) rolls "
-        "its end node back and samples another neighbour of v_{t-1}, keeping the longest chain "
-        "reached (Algorithm 1 rolls back instead of ending a walk short of L). 0: a chain ends "
-        "where it first stops.",
+        "its end node back and samples another neighbour of v_{t-1}, keeping the complete chain "
+        "that did the most distinct work (Algorithm 1 rolls back instead of ending a walk short "
+        "of L). 0: a chain ends where it first stops.",
     )
     snapshot_every: int = Field(default=5, ge=1, description="Steps between rollback snapshots.")
     seed: int = 0
