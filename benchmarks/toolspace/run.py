@@ -103,8 +103,6 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         times["record_s"] = time.perf_counter() - t0 - times["bundles_s"]
         # State edges are witnessed once and kept, so other pruning settings can be tried offline.
         if args.state_pairs is not None:
-            if args.traces is None:
-                raise SystemExit("--state-pairs needs --traces (the pairs index those traces)")
             pairs = {(str(t), int(i)) for t, i in json.loads(args.state_pairs.read_text())}
         else:
             pairs = await witness_all(client, traces)
@@ -287,6 +285,8 @@ def main() -> None:
         help="example MCPs to explore too: comma-separated names of examples/mcps/*.json, or all",
     )
     args = p.parse_args()
+    if args.state_pairs is not None and args.traces is None:
+        p.error("--state-pairs needs --traces (the pairs index those traces)")
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
         figures = asyncio.run(run(args, args.keep))

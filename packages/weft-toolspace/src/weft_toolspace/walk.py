@@ -318,19 +318,18 @@ class Walker:
         frontier: list[list[Candidate]] = [[(None, rng.choices(starts, weights)[0])]]
         deferred: list[list[Deferred]] = [[]]
 
-        # The complete chain reached so far that did the most distinct work (not the most
-        # calls: a search past the end may also rebuild a chain with repeats below min_length).
-        best: Chain | None = None
-        best_work = 0
+        # (distinct work, chain) of the complete chain reached so far that did the most distinct
+        # work (not the most calls: a search past the end may also rebuild a chain with repeats
+        # below min_length).
+        best: tuple[int, Chain] | None = None
         searched = 0
 
-        def kept(ended: str) -> Chain:
-            nonlocal best_work
+        def kept(ended: str) -> tuple[int, Chain]:
+            """The better of the chain so far, ending here, and `best`."""
             work = len(set(works) - {("", "")})
-            if best is not None and best_work >= work:
+            if best is not None and best[0] >= work:
                 return best
-            best_work = work
-            return Chain(
+            return work, Chain(
                 id=chain_id, steps=list(steps), rollbacks=rollbacks, s0={"group": s0}, ended=ended
             )
 
@@ -339,22 +338,22 @@ class Walker:
             complete = len(steps) >= cfg.min_length and len(envs) >= cfg.environments
             if len(steps) >= cfg.max_length:
                 if complete:
-                    return kept("max length")
+                    return kept("max length")[1]
                 if best is not None:
-                    return best
+                    return best[1]
                 self.stats.discarded["too few environments"] += 1
                 return None
             pending, aside = frontier[-1], deferred[-1]
             if not pending and not aside and not steps:
                 if best is not None:  # searched back to the start: nothing longer
-                    return best
+                    return best[1]
                 pending.append((None, rng.choices(starts, weights)[0]))  # the start failed
             if not pending and complete:
                 # Every admissible neighbour was tried or repeats work: the chain ends here,
                 # unless a search past the end may still find a longer one.
                 best = kept("no new work" if aside else "no neighbour")
                 if searched >= cfg.search_past_end:
-                    return best
+                    return best[1]
                 searched += 1
                 self.stats.note(
                     chain_id, len(steps), None, steps[-1].node, None, "searched past end"
@@ -368,7 +367,7 @@ class Walker:
                 self.stats.rollbacks += 1
                 if rollbacks > cfg.max_rollbacks:
                     if best is not None:
-                        return best
+                        return best[1]
                     self.stats.discarded["dead end"] += 1
                     return None
                 frontier.pop()
@@ -433,9 +432,9 @@ class Walker:
                     await self._rollback(group, steps, snaps)
                 if rollbacks > cfg.max_rollbacks:
                     if complete:  # a chain that may end here ends here, it is not lost
-                        return kept("too many rollbacks")
+                        return kept("too many rollbacks")[1]
                     if best is not None:
-                        return best
+                        return best[1]
                     self.stats.discarded["too many rollbacks"] += 1
                     return None
                 continue
