@@ -113,12 +113,16 @@ async def test_groups_spread_over_workers_and_survive_a_killed_worker(tmp_path, 
         # Draining a worker (what an unhealthy verdict does) moves its groups; tokens keep working.
         workers = await _workers(host)
         busy = max(workers, key=lambda w: w["groups"])
-        async with httpx.AsyncClient() as http:
-            resp = await http.post(
-                f"{host.url}/admin/workers/{busy['index']}/drain",
-                headers={"Authorization": f"Bearer {host.admin_token}"},
-            )
-            assert resp.status_code == 200 and resp.json()["groups_left"] == 0, resp.text
+        # Two drains at once (as a drain racing the supervisor's health poll): migrations are
+        # serialised, so neither sees a group half-moved by the other.
+        async with httpx.AsyncClient(timeout=60) as http:
+            url = f"{host.url}/admin/workers/{busy['index']}/drain"
+            auth = {"Authorization": f"Bearer {host.admin_token}"}
+            for resp in await asyncio.gather(
+                http.post(url, headers=auth), http.post(url, headers=auth)
+            ):
+                assert resp.status_code == 200, resp.text
+                assert resp.json()["groups_left"] == 0 and resp.json()["errors"] == [], resp.text
         for g in [groups[0], groups[1], *forks]:
             fresh = MegaMCPClient(host.url, host.admin_token)
             try:

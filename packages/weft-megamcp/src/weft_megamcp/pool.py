@@ -93,6 +93,9 @@ class WorkerPool:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
         self._lock = asyncio.Lock()
+        # A drain and the supervisor's health poll both migrate; one at a time, or both release
+        # the same group and the loser reports it still on its old worker.
+        self._migration_lock = asyncio.Lock()
         self._replacing: dict[int, asyncio.Event] = {}
         self._next_index = 0
         self._holds = 0
@@ -383,7 +386,12 @@ class WorkerPool:
         ):
             await self._migrate_off_unhealthy()
 
-    async def _migrate_off_unhealthy(self) -> None:
+    async def _migrate_off_unhealthy(self) -> list[str]:
+        """Move groups off unhealthy or drained workers; returns why any group did not move."""
+        async with self._migration_lock:
+            return await self._migrate_off_unhealthy_locked()
+
+    async def _migrate_off_unhealthy_locked(self) -> list[str]:
         for w in self.workers.values():
             if not w.state.accepting:
                 w.state.healthy = False
@@ -398,33 +406,52 @@ class WorkerPool:
             if not w.state.healthy and healthy:
                 for gid in w.groups:  # groups with only dedicated sessions have no cap accounting
                     targets.setdefault(gid, min(healthy, key=lambda x: len(x.groups)).index)
+        errors: list[str] = []
+        if not healthy:
+            errors += [
+                f"group {gid} stays on worker {w.index}: no worker is healthy, accepting and alive"
+                for w in self.workers.values()
+                if not w.state.healthy
+                for gid in sorted(w.groups)
+            ]
         for gid, target in targets.items():
-            await self._migrate(gid, self.workers[target])
+            error = await self._migrate(gid, self.workers[target])
+            if error is not None:
+                errors.append(error)
         for sid in plan.stranded:
             log.error(
                 "session %s is stranded on an unhealthy worker: no healthy worker has room", sid
             )
+        for error in errors:
+            log.error("%s", error)
+        return errors
 
-    async def _migrate(self, gid: str, target: Worker) -> None:
-        """Source flushes checkpoints and lets go; target steals the leases and resumes."""
+    async def _migrate(self, gid: str, target: Worker) -> str | None:
+        """Source flushes checkpoints and lets go; target steals the leases and resumes.
+        Returns None once moved, else one line saying which step failed and why."""
         source = self.workers[self.group_worker[gid]]
         if source is target:
-            return
+            return None
         url = f"{source.url}/admin/groups/{gid}/release"
-        resp = await self.http.post(url, headers=self.admin_headers())
+        try:
+            resp = await self.http.post(url, headers=self.admin_headers())
+        except httpx.HTTPError as exc:
+            return f"worker {source.index} could not release {gid}: {exc!r}"
         if resp.status_code != 200:
-            log.error("worker %d could not release %s: %s", source.index, gid, resp.text)
-            return
+            return f"worker {source.index} could not release {gid}: {resp.text}"
         url = f"{target.url}/admin/groups/{gid}/adopt"
-        resp = await self.http.post(url, headers=self.admin_headers())
+        try:
+            resp = await self.http.post(url, headers=self.admin_headers())
+        except httpx.HTTPError as exc:
+            return f"worker {target.index} could not adopt {gid}: {exc!r}"
         if resp.status_code != 200:
-            log.error("worker %d could not adopt %s: %s", target.index, gid, resp.text)
-            return
+            return f"worker {target.index} could not adopt {gid}: {resp.text}"
         self.forget(source, gid)
         target.groups.add(gid)
         target.state.sessions.update(self.group_sessions.get(gid, {}))
         self.group_worker[gid] = target.index
         self.migrations += 1
+        return None
 
     async def drain(self, index: int) -> dict[str, Any]:
         """Stop placing on a worker and move its groups to the others (operator action)."""
@@ -438,8 +465,8 @@ class WorkerPool:
                 i = self._next_index
                 self._next_index += 1
                 await self._fork_worker(i)
-        await self._migrate_off_unhealthy()
-        return {"index": index, "groups_left": len(worker.groups)}
+        errors = await self._migrate_off_unhealthy()
+        return {"index": index, "groups_left": len(worker.groups), "errors": errors}
 
     def workers_info(self) -> list[dict[str, Any]]:
         return [
