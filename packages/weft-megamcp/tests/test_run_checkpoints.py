@@ -99,3 +99,28 @@ async def test_an_explicit_checkpoint_covers_an_ephemeral_groups_writes(
     assert not any(s.failed for s in out.steps) and puts == []
     assert await client.checkpoint(handle) == {m: 1}
     assert puts == [1]
+
+
+async def test_a_run_that_closes_its_group_takes_no_lease(
+    host: MegaMCPHost, client: MegaMCPClient, bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody else can hold an ephemeral group, so its writes are acknowledged without a lease
+    (which cost a lease file, three journal writes and a delete per session at the close)."""
+    assert host.core is not None
+    store = host.core.checkpoints
+    leased: list[str] = []
+    real = store.acquire
+
+    def acquire(session_id: str, *args: Any, **kwargs: Any) -> Any:
+        leased.append(session_id)
+        return real(session_id, *args, **kwargs)
+
+    monkeypatch.setattr(store, "acquire", acquire)
+    m = (await client.register(bundle_dir)).mcp_id
+    out = await client.run([m], _ops(m), verifier=VERIFIER)
+    assert out.closed and not any(s.failed for s in out.steps)
+    assert leased == []
+    kept = await client.run([m], _ops(m), verifier=VERIFIER, close=False)
+    assert kept.handle is not None and not any(s.failed for s in kept.steps)
+    sid = kept.handle.session(m).session_id
+    assert leased and set(leased) == {sid} and store.current_lease(sid) is not None

@@ -68,3 +68,50 @@ def test_evidence_round_trips_through_json(shop: Evidence) -> None:
     again = Evidence.model_validate_json(shop.model_dump_json())
     checks = [{"kind": "no_other_changes"}, {"kind": "call_made", "tool": "ship_order"}]
     assert evaluate(checks, again) == evaluate(checks, shop)
+
+
+# ---- captures limited to the tables the checks read ----------------------------------------
+
+_LIMITABLE = [
+    {"kind": "row_exists", "table": "order", "where": {"id": 12, "customer_id": 2}},
+    {
+        "kind": "field_equals",
+        "table": "customer",
+        "where": {"id": 2},
+        "field": "tier",
+        "value": "gold",
+    },
+    {"kind": "row_count", "table": "order", "where": {"status": "pending"}, "value": 2},
+    {"kind": "diff_contains", "table": "order", "change": "update", "where": {"id": 10}},
+    {"kind": "row_absent", "table": "refund", "where": {}},  # no such table: an error, both ways
+    {"kind": "diff_contains", "table": "nope", "change": "insert"},
+    {"kind": "call_made", "tool": "ship_order"},
+]
+
+
+def test_tables_read_names_only_what_checks_read() -> None:
+    from weft_core.checks import parse_checks, reads_workspace, tables_read
+
+    checks = parse_checks(_LIMITABLE)
+    assert tables_read(checks) == {"order", "customer", "refund", "nope"}
+    other = parse_checks([{"kind": "row_exists", "table": "t", "mcp": "crm"}])
+    assert tables_read(other, "shop") == set() and tables_read(other, "crm") == {"t"}
+    assert tables_read(parse_checks([{"kind": "no_other_changes"}])) is None  # reads every table
+    assert not reads_workspace(checks)
+    assert reads_workspace(parse_checks([{"kind": "workspace_file", "path": "a.txt"}]), "shop")
+
+
+def test_a_limited_capture_evaluates_exactly_as_a_whole_one(shop_paths: dict[str, Path]) -> None:
+    from weft_core.checks import parse_checks, tables_read
+
+    checks = parse_checks(_LIMITABLE)
+    whole = evidence_from_paths(shop_paths["initial"], shop_paths["final"], frozen=True)
+    limited = evidence_from_paths(
+        shop_paths["initial"], shop_paths["final"], frozen=True, tables=tables_read(checks)
+    )
+    assert limited.final is not None and sorted(limited.final.tables) == ["customer", "order"]
+    assert limited.final.uncaptured == ["audit"]
+    a, b = evaluate(checks, whole).outcomes, evaluate(checks, limited).outcomes
+    assert [(o.passed, o.reason) for o in a] == [(o.passed, o.reason) for o in b]
+    assert [o.passed for o in a] == [True, False, True, True, False, False, False]  # no ledger
+    assert "audit" in a[4].reason and "audit" in b[4].reason  # known tables listed

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from weft_core.checks import evaluate, evidence_from_paths
+from weft_core.checks import evaluate, evidence_from_paths, reads_workspace, tables_read
 from weft_core.exceptions import CheckError, UserError
 from weft_core.models import Check, CheckOutcome, Verifier
 from weft_megamcp._session import HostedGroup
@@ -48,14 +48,17 @@ def evaluate_checks(
     *,
     frozen: bool,
 ) -> list[CheckOutcome]:
+    # Only what the checks can read is captured: the tables they name and the workspace when a
+    # check reads it (whole-DB captures were most of a construction-time verification's cost).
     evidence = {
         m: evidence_from_paths(
             initial_db=p["initial_db"],
             final_db=p["final_db"],
             ledger=p["ledger"] if p["ledger"] and Path(p["ledger"]).exists() else [],
-            workspace_after=p["workspace"],
+            workspace_after=p["workspace"] if reads_workspace(checks, m) else None,
             mcp=m,
             frozen=frozen,
+            tables=tables_read(checks, m),
         )
         for m, p in paths.items()
     }

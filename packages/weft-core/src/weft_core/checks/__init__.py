@@ -1,7 +1,14 @@
 """The completion-check evaluator: checks (weft_core.models.check) against execution evidence."""
 
 from weft_core.checks._evaluate import evaluate, parse_checks
-from weft_core.checks._evidence import Evidence, EvidenceError, evidence_from_paths, load_ledger
+from weft_core.checks._evidence import (
+    Evidence,
+    EvidenceError,
+    evidence_from_paths,
+    load_ledger,
+    reads_workspace,
+    tables_read,
+)
 from weft_core.checks._values import json_subset, values_equal
 
 __all__ = [
@@ -12,5 +19,7 @@ __all__ = [
     "json_subset",
     "load_ledger",
     "parse_checks",
+    "reads_workspace",
+    "tables_read",
     "values_equal",
 ]

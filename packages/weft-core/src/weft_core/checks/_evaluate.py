@@ -295,7 +295,9 @@ def _row_count(c: RowCount, ev: Evidence, b: Mapping[str, Any]) -> tuple[bool, s
 def _diff_contains(c: DiffContains, ev: Evidence, b: Mapping[str, Any]) -> tuple[bool, str]:
     where = resolve(c.where, b)
     diff = _diff(ev)
-    known = set(ev.initial.tables if ev.initial else ()) | set(ev.final.tables if ev.final else ())
+    known = set(ev.initial.table_names if ev.initial else ()) | set(
+        ev.final.table_names if ev.final else ()
+    )
     if known and c.table not in known:
         raise EvalFailure(f"unknown table {c.table!r} (tables: {', '.join(sorted(known))})")
     table = diff.table(c.table)

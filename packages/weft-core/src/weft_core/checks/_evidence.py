@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,19 +107,55 @@ def evidence_from_paths(
     *,
     mcp: str | None = None,
     frozen: bool = False,
+    tables: Collection[str] | None = None,
 ) -> Evidence:
     """Capture evidence from real SQLite files and directories (read-only).
 
     `frozen=True` opens the DBs as immutable snapshots (no locking); use it only for files no
-    process writes any more, such as the DBs of a frozen session group.
+    process writes any more, such as the DBs of a frozen session group. `tables` limits the DB
+    capture to those tables (`tables_read` of the checks that will read this evidence).
     """
     return Evidence(
         mcp=mcp,
-        initial=capture_db(initial_db, immutable=frozen) if initial_db is not None else None,
-        final=capture_db(final_db, immutable=frozen) if final_db is not None else None,
+        initial=capture_db(initial_db, immutable=frozen, tables=tables)
+        if initial_db is not None
+        else None,
+        final=capture_db(final_db, immutable=frozen, tables=tables)
+        if final_db is not None
+        else None,
         ledger=load_ledger(ledger) if ledger is not None else [],
         workspace_before=capture_workspace(workspace_before)
         if workspace_before is not None
         else None,
         workspace_after=capture_workspace(workspace_after) if workspace_after is not None else None,
+    )
+
+
+# Checks that read one table of a DB; every other kind that reads a DB reads all of it.
+_ONE_TABLE = ("row_exists", "row_absent", "field_equals", "row_count", "diff_contains")
+# Checks that read no DB at all (the ledger or the workspace).
+_NO_TABLE = ("return_contains", "call_made", "workspace_file")
+
+
+def tables_read(checks: Iterable[Any], mcp: str | None = None) -> set[str] | None:
+    """The DB tables of `mcp` that `checks` can read, or None when one of them may read any
+    table (`no_other_changes`, or a kind not known here). A check naming no MCP may read any
+    MCP's evidence, so its table counts for every MCP."""
+    out: set[str] = set()
+    for check in checks:
+        if mcp is not None and check.mcp is not None and check.mcp != mcp:
+            continue
+        if check.kind in _NO_TABLE:
+            continue
+        if check.kind not in _ONE_TABLE:
+            return None
+        out.add(check.table)
+    return out
+
+
+def reads_workspace(checks: Iterable[Any], mcp: str | None = None) -> bool:
+    """Whether any of `checks` can read `mcp`'s workspace."""
+    return any(
+        c.kind == "workspace_file" and (mcp is None or c.mcp is None or c.mcp == mcp)
+        for c in checks
     )

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,11 @@ class DBState(WeftModel):
     tables: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
     schemas: dict[str, TableSchema] = Field(default_factory=dict)
     source: str | None = Field(default=None, description="Where it was captured from.")
+    uncaptured: list[str] = Field(
+        default_factory=list,
+        description="Tables the file holds that a capture limited to some tables left out; "
+        "they exist (an error naming the known tables lists them) but their rows were not read.",
+    )
 
     def __contains__(self, table: object) -> bool:
         return table in self.tables
@@ -58,7 +64,7 @@ class DBState(WeftModel):
 
     @property
     def table_names(self) -> list[str]:
-        return sorted(self.tables)
+        return sorted({*self.tables, *self.uncaptured})
 
     def rows(self, table: str) -> list[dict[str, Any]]:
         return list(self.tables.get(table, {}).values())
@@ -174,12 +180,19 @@ def _capture_without_rowid(
     return TableSchema(columns=columns, primary_key=pk), rows
 
 
-def capture_db(sqlite_path: str | os.PathLike[str], *, immutable: bool = False) -> DBState:
+def capture_db(
+    sqlite_path: str | os.PathLike[str],
+    *,
+    immutable: bool = False,
+    tables: Collection[str] | None = None,
+) -> DBState:
     """Read every user table of the SQLite file at `sqlite_path` into a `DBState`.
 
     The file is opened read-only (`mode=ro`), or with `immutable=True` for frozen snapshots that
     no process writes any more (no locking at all; a WAL file is then ignored). All tables are read
-    in one read transaction, so a live DB gives a consistent picture.
+    in one read transaction, so a live DB gives a consistent picture. With `tables`, only those
+    are read (a verifier whose checks name a few tables of a wide schema); the others are listed
+    in `uncaptured`.
     """
     path = Path(sqlite_path)
     conn = _connect(path, immutable=immutable)
@@ -187,6 +200,9 @@ def capture_db(sqlite_path: str | os.PathLike[str], *, immutable: bool = False) 
     try:
         conn.execute("BEGIN")
         for table in _user_tables(conn):
+            if tables is not None and table not in tables:
+                state.uncaptured.append(table)
+                continue
             try:
                 try:
                     schema, rows = _capture_table(conn, table)

@@ -139,13 +139,17 @@ class ToolCalls(IdleGroups):
         reply: asyncio.Future[ToolResult],
     ) -> None:
         runtime = self.runtime(session)
+        # An ephemeral group lives inside the one request that created it and closes it
+        # (`batch.run_group`): no other host can have taken it over, so its writes need no lease
+        # (taking one cost a lease file, three journal writes and a delete per session).
+        fence = None if group.ephemeral else self.fence
         async with self._call_slot(group), self._serving(group, session):
             if group.status != GroupStatus.ACTIVE:
                 raise ToolError(
                     f"this session's group is {group.status}; no tool calls are accepted"
                 )
-            if self.fence is not None:
-                await self.fence.before_call(session)
+            if fence is not None:
+                await fence.before_call(session)
             # The write gate: a checkpoint copies the state only between calls, never between
             # a write committing and its version being assigned (see DebouncedCheckpointer).
             async with session.state_lock:
@@ -167,8 +171,8 @@ class ToolCalls(IdleGroups):
                     )
                 after = session.probe()
                 mutated = after != before
-                if mutated and self.fence is not None:
-                    await self.fence.before_ack(session)  # fenced: not acknowledged nor ledgered
+                if mutated and fence is not None:
+                    await fence.before_ack(session)  # fenced: not acknowledged nor ledgered
                 if mutated:
                     session.state_version += 1
                 session.after_call(after)
