@@ -86,6 +86,16 @@ def test_atomic_then_compose(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
     assert asyncio.run(replay_all()) == []
 
+    # A prefork host with 2 workers composes the same corpus: it depends on the seed, never on
+    # where the replays ran.
+    out2 = tmp_path / "tasks2"
+    argv = ["compose", str(lib), "--n", "8", "-o", str(out2), "--json", "--seed", "5"]
+    assert main([*argv, "--host-workers", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"] == corpus["tasks"]
+    for t in corpus["tasks"]:
+        rel = Path("tasks") / f"{t}.json"
+        assert (out2 / rel).read_bytes() == (out / rel).read_bytes()
+
 
 def test_hostile_input_gives_one_line_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -117,3 +127,10 @@ def test_hostile_input_gives_one_line_errors(
     assert run("compose", str(lib), "--n", "3", "-o", str(tmp_path / "t")) == 2
     assert "not a valid LibraryManifest" in err()
     assert run("compose", str(lib), "--n", "0", "-o", str(tmp_path / "t")) == 2
+    err()
+    # a bad option value names the option, not a pydantic traceback
+    assert run("compose", str(lib), "--n", "3", "--host-workers", "-1", "-o", str(tmp_path)) == 2
+    line = err()
+    assert line.startswith("weft-tasks compose: --host-workers:") and "Traceback" not in line
+    assert run("atomic", str(lib), "--concurrency", "0", "-o", str(tmp_path / "t")) == 2
+    assert "--concurrency:" in err()

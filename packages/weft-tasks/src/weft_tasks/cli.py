@@ -19,7 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from weft_core.exceptions import UserError, WeftRuntimeError
+from weft_tasks.exceptions import TasksUserError
 from weft_tasks.settings import TasksSettings
 
 
@@ -44,6 +47,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="URL of a running MegaMCP host (default: start an embedded one)",
     )
     p.add_argument("--admin-token", default=None, help="admin token of --megamcp")
+    p.add_argument(
+        "--host-workers",
+        type=int,
+        default=None,
+        help="worker processes of the embedded MegaMCP host (N > 1: a prefork host; faster on "
+        "2+ cores)",
+    )
     p.add_argument(
         "--concurrency", type=int, default=None, help="MegaMCP groups run at the same time"
     )
@@ -92,27 +102,43 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+# CLI option -> TasksSettings field
+_OPTIONS = (
+    ("rounds", "round_budget"),
+    ("target", "target_coverage"),
+    ("max_chain", "max_chain_length"),
+    ("concurrency", "concurrency"),
+    ("seed", "seed"),
+    ("surplus", "surplus"),
+    ("distractors", "distractors_per_table"),
+    ("model", "model"),
+    ("megamcp", "megamcp_url"),
+    ("admin_token", "megamcp_admin_token"),
+    ("host_workers", "host_workers"),
+    ("evidence", "evidence"),
+    ("witnessed_ranking", "witnessed_ranking"),
+)
+
+
 def _settings(args: argparse.Namespace) -> TasksSettings:
-    base = TasksSettings()
+    try:
+        base = TasksSettings()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = "WEFT_TASKS_" + str(err["loc"][0] if err["loc"] else "?").upper()
+        raise TasksUserError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
     upd: dict[str, Any] = {}
-    for arg, field in (
-        ("rounds", "round_budget"),
-        ("target", "target_coverage"),
-        ("max_chain", "max_chain_length"),
-        ("concurrency", "concurrency"),
-        ("seed", "seed"),
-        ("surplus", "surplus"),
-        ("distractors", "distractors_per_table"),
-        ("model", "model"),
-        ("megamcp", "megamcp_url"),
-        ("admin_token", "megamcp_admin_token"),
-        ("evidence", "evidence"),
-        ("witnessed_ranking", "witnessed_ranking"),
-    ):
+    for arg, field in _OPTIONS:
         value = getattr(args, arg, None)
         if value is not None:
             upd[field] = value
-    return TasksSettings.model_validate(base.model_dump() | upd)
+    try:
+        return TasksSettings.model_validate(base.model_dump() | upd)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "?"
+        option = next((f"--{a.replace('_', '-')}" for a, f in _OPTIONS if f == field), field)
+        raise TasksUserError(f"{option}: {err['msg']} (got {err.get('input')!r})") from None
 
 
 _SHORT = {
@@ -139,7 +165,10 @@ async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
     llm = _model(settings.model)
     outcomes: list[MCPOutcome] = []
     async with megamcp_client(
-        settings.megamcp_url, settings.megamcp_admin_token, data_dir=out / ".megamcp"
+        settings.megamcp_url,
+        settings.megamcp_admin_token,
+        data_dir=out / ".megamcp",
+        workers=settings.host_workers,
     ) as client:
         validator = MegaMCPValidator(client, concurrency=settings.concurrency)
         bar: ProgressTracker[Any]
@@ -216,7 +245,10 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
     out.mkdir(parents=True, exist_ok=True)
     llm = _model(settings.model)
     async with megamcp_client(
-        settings.megamcp_url, settings.megamcp_admin_token, data_dir=out / ".megamcp"
+        settings.megamcp_url,
+        settings.megamcp_admin_token,
+        data_dir=out / ".megamcp",
+        workers=settings.host_workers,
     ) as client:
         composer = Composer(libraries, client, out, profiles=profiles, llm=llm, settings=settings)
         bar: ProgressTracker[Any]
