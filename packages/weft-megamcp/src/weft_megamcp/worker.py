@@ -4,6 +4,7 @@ it, which hands sessions whose group moved to another worker back to the master.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -79,6 +80,10 @@ def worker_main(
     master_pid: int = 0,
 ) -> None:
     """Entry of a forked worker: serve the socket the master bound for this worker index."""
+    # Everything the fork server preloaded is shared copy-on-write; a collection here would
+    # write every inherited object's GC header and so copy nearly every page of it. Frozen
+    # first, those objects are never traversed (`tune_collector`'s collect skips them).
+    gc.freeze()
     if master_pid:
         threading.Thread(target=_exit_with_master, args=(master_pid,), daemon=True).start()
     settings = MegaMCPSettings.model_validate_json(settings_json)
