@@ -12,6 +12,17 @@ from pydantic import Field, PrivateAttr, ValidationError
 
 from weft_core.exceptions import UserError
 from weft_core.models._base import WeftModel
+from weft_core.models.check import (
+    CallMade,
+    Check,
+    DiffContains,
+    FieldEquals,
+    ReturnContains,
+    RowAbsent,
+    RowCount,
+    RowExists,
+    WorkspaceFile,
+)
 from weft_core.models.ledger import LedgerEntry
 from weft_core.state import (
     DBState,
@@ -132,30 +143,29 @@ def evidence_from_paths(
 
 
 # Checks that read one table of a DB; every other kind that reads a DB reads all of it.
-_ONE_TABLE = ("row_exists", "row_absent", "field_equals", "row_count", "diff_contains")
+_ONE_TABLE = (RowExists, RowAbsent, FieldEquals, RowCount, DiffContains)
 # Checks that read no DB at all (the ledger or the workspace).
-_NO_TABLE = ("return_contains", "call_made", "workspace_file")
+_NO_TABLE = (ReturnContains, CallMade, WorkspaceFile)
 
 
-def tables_read(checks: Iterable[Any], mcp: str | None = None) -> set[str] | None:
+def _about(check: Check, mcp: str | None) -> bool:
+    return mcp is None or check.mcp is None or check.mcp == mcp
+
+
+def tables_read(checks: Iterable[Check], mcp: str | None = None) -> set[str] | None:
     """The DB tables of `mcp` that `checks` can read, or None when one of them may read any
     table (`no_other_changes`, or a kind not known here). A check naming no MCP may read any
     MCP's evidence, so its table counts for every MCP."""
     out: set[str] = set()
     for check in checks:
-        if mcp is not None and check.mcp is not None and check.mcp != mcp:
+        if not _about(check, mcp) or isinstance(check, _NO_TABLE):
             continue
-        if check.kind in _NO_TABLE:
-            continue
-        if check.kind not in _ONE_TABLE:
+        if not isinstance(check, _ONE_TABLE):
             return None
         out.add(check.table)
     return out
 
 
-def reads_workspace(checks: Iterable[Any], mcp: str | None = None) -> bool:
+def reads_workspace(checks: Iterable[Check], mcp: str | None = None) -> bool:
     """Whether any of `checks` can read `mcp`'s workspace."""
-    return any(
-        c.kind == "workspace_file" and (mcp is None or c.mcp is None or c.mcp == mcp)
-        for c in checks
-    )
+    return any(isinstance(c, WorkspaceFile) and _about(c, mcp) for c in checks)
