@@ -15,7 +15,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,25 +120,27 @@ _OPTIONS = (
 )
 
 
+def _bad_setting(exc: ValidationError, name: Callable[[str], str]) -> TasksUserError:
+    """One line for the first invalid setting; `name(field)` says where the value came from."""
+    err = exc.errors()[0]
+    field = str(err["loc"][0]) if err["loc"] else "?"
+    return TasksUserError(f"{name(field)}: {err['msg']} (got {err.get('input')!r})")
+
+
+def _option(field: str) -> str:
+    return next((f"--{a.replace('_', '-')}" for a, f in _OPTIONS if f == field), field)
+
+
 def _settings(args: argparse.Namespace) -> TasksSettings:
     try:
         base = TasksSettings()
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = "WEFT_TASKS_" + str(err["loc"][0] if err["loc"] else "?").upper()
-        raise TasksUserError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
-    upd: dict[str, Any] = {}
-    for arg, field in _OPTIONS:
-        value = getattr(args, arg, None)
-        if value is not None:
-            upd[field] = value
+        raise _bad_setting(exc, lambda f: f"WEFT_TASKS_{f.upper()}") from None
+    upd = {f: v for a, f in _OPTIONS if (v := getattr(args, a, None)) is not None}
     try:
         return TasksSettings.model_validate(base.model_dump() | upd)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = str(err["loc"][0]) if err["loc"] else "?"
-        option = next((f"--{a.replace('_', '-')}" for a, f in _OPTIONS if f == field), field)
-        raise TasksUserError(f"{option}: {err['msg']} (got {err.get('input')!r})") from None
+        raise _bad_setting(exc, _option) from None
 
 
 _SHORT = {
