@@ -71,3 +71,40 @@ def test_a_synthesized_bundle_shares_a_process(helpdesk_bundle: Path) -> None:
     assert report.load_class is screening.LoadClass.SHARED, [
         (f.rule, f.file, f.line) for f in report.findings if f.severity != screening.Severity.INFO
     ]
+
+
+def test_sessions_share_compiled_statements_and_keep_foreign_keys(
+    helpdesk_bundle: Path, tmp_path: Path
+) -> None:
+    """A new session's engine reuses what earlier sessions compiled (SQLAlchemy keys its cache by
+    dialect: engines made by create_engine() per session missed on every statement of every new
+    session), and still gets the connect hooks create_engine() would have added."""
+    import importlib
+
+    import sqlalchemy as sa
+
+    mod = import_bundle(helpdesk_bundle)
+    rt = importlib.import_module(mod.__name__.rsplit(".", 1)[0] + ".runtime")
+    hits: list[str] = []
+
+    def record(_c: Any, _cur: Any, _stmt: str, _p: Any, context: Any, _many: bool) -> None:
+        hits.append(str(context.cache_hit).rsplit(".", 1)[-1])
+
+    sa.event.listen(sa.Engine, "before_cursor_execute", record)
+    try:
+        for sid in ("t-cache-1", "t-cache-2"):
+            db = tmp_path / f"{sid}.sqlite"
+            shutil.copyfile(helpdesk_bundle / "seed.sqlite", db)
+            engine = rt.engine_for(db, sid)
+            with engine.connect() as conn:
+                fk = conn.exec_driver_sql("PRAGMA foreign_keys").scalar()
+                ticket = sa.table("ticket", sa.column("ticket_id"))
+                conn.execute(sa.select(ticket.c.ticket_id).where(ticket.c.ticket_id == sid))
+                regexp = conn.exec_driver_sql("SELECT 'TIC-1' REGEXP 'TIC-[0-9]'").scalar()
+            assert fk == 1 and regexp == 1
+            rt.release(sid)
+    finally:
+        sa.event.remove(sa.Engine, "before_cursor_execute", record)
+    compiled = [h for h in hits if h in ("CACHE_MISS", "CACHE_HIT")]
+    assert compiled == ["CACHE_MISS", "CACHE_HIT"], hits
+    unload_bundle(mod)
