@@ -201,3 +201,37 @@ async def test_reaper_finishes_an_interrupted_close(
     assert session.session_id not in core.checkpoints.sessions()  # closed data collected
     again = await core.recovery.reap()  # idempotent
     assert session.session_id not in again.finished and not again.failed
+
+
+async def test_a_close_whose_delete_failed_is_finished_by_the_reaper(
+    client: MegaMCPClient, notes: MCPRecord, host: MegaMCPHost, monkeypatch: pytest.MonkeyPatch
+):
+    """A close writes only its `closing` journal before deleting the session's checkpoints; when
+    the delete fails the journal is what remains, and the reaper closes and collects it."""
+    m = notes.mcp_id
+    assert host.core is not None
+    core = host.core
+    done = await client.create_group([m])
+    await client.call_tool(done, m, "add_contact", {"name": "Y", "email": "y@x.y"})
+    await client.checkpoint(done)
+    done_sid = core.manager.get(done.group_id).sessions[m].session_id
+    await client.close(done)
+    assert done_sid not in core.checkpoints.sessions()  # a clean close leaves nothing behind
+
+    g = await client.create_group([m])
+    await client.call_tool(g, m, "add_contact", {"name": "X", "email": "x@x.y"})
+    await client.checkpoint(g)
+    session = core.manager.get(g.group_id).sessions[m]
+
+    def refuse(session_id: str) -> None:
+        raise OSError(f"store unavailable for {session_id}")
+
+    monkeypatch.setattr(core.checkpoints, "delete_session", refuse)
+    await client.close(g)
+    status = core.checkpoints.status(session.session_id)
+    assert status.state == "closing" and status.pending_steps == ["drop_local_state"]
+    assert not session.root.exists()
+    monkeypatch.undo()
+    report = await core.recovery.reap()
+    assert session.session_id in report.finished, report
+    assert session.session_id not in core.checkpoints.sessions()

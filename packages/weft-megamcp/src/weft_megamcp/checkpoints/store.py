@@ -201,10 +201,28 @@ class CheckpointStore:
         return f"{self._session_dir(session_id)}/g{generation:08d}"
 
     # --- low-level I/O -----------------------------------------------------------------------
+    # A local store goes straight to the OS: fsspec's LocalFileSystem normalises and stats every
+    # path it is given, and under load (a checkpoint per write at 1,000 sessions) that was a
+    # third of a checkpoint's Python time. Same files, same names, same atomicity.
+
+    def _makedirs(self, path: str) -> None:
+        if self._local:
+            os.makedirs(path, exist_ok=True)
+        else:
+            self.fs.makedirs(path, exist_ok=True)
+
+    def _exists(self, path: str) -> bool:
+        return os.path.exists(path) if self._local else bool(self.fs.exists(path))
+
+    def _cat(self, path: str) -> bytes:
+        if self._local:
+            with open(path, "rb") as fh:
+                return fh.read()
+        return bytes(self.fs.cat_file(path))
 
     def _write_atomic(self, path: str, data: bytes) -> None:
         parent = path.rsplit("/", 1)[0]
-        self.fs.makedirs(parent, exist_ok=True)
+        self._makedirs(parent)
         if self._local:
             fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-")
             try:
@@ -223,7 +241,7 @@ class CheckpointStore:
     def _create_exclusive(self, path: str, data: bytes) -> bool:
         """Create `path` only if absent; False if it already exists."""
         parent = path.rsplit("/", 1)[0]
-        self.fs.makedirs(parent, exist_ok=True)
+        self._makedirs(parent)
         if self._local:
             # Write a temp file, then hard-link it into place: link() is atomic and fails if the
             # name exists, so readers never see a half-written lease.
@@ -260,7 +278,7 @@ class CheckpointStore:
 
     def _read_json(self, path: str) -> dict[str, Any] | None:
         try:
-            raw = self.fs.cat_file(path)
+            raw = self._cat(path)
         except FileNotFoundError:
             return None
         try:
@@ -272,6 +290,11 @@ class CheckpointStore:
         return value
 
     def _list_names(self, path: str) -> list[str]:
+        if self._local:
+            try:
+                return os.listdir(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return []
         # Object-store filesystems (s3fs) cache listings; a stale one would hide a newer lease.
         self.fs.invalidate_cache(path)
         try:
@@ -406,8 +429,8 @@ class CheckpointStore:
             ref.db_key = f"{gdir}/{seq:010d}-{digest}.sqlite"
             ref.db_sha256 = digest
             ref.db_bytes = db_path.stat().st_size
-            if not self.fs.exists(ref.db_key):
-                self.fs.makedirs(gdir, exist_ok=True)
+            if not self._exists(ref.db_key):
+                self._makedirs(gdir)
                 if consume and self._local:
                     os.replace(db_path, ref.db_key)  # same filesystem: see scratch_path
                 elif self._local:
@@ -438,7 +461,7 @@ class CheckpointStore:
             digest = hashlib.sha256(blob).hexdigest()
             ref.workspace_key = f"{gdir}/{seq:010d}-{digest}.tar.gz"
             ref.workspace_sha256 = digest
-            if not self.fs.exists(ref.workspace_key):
+            if not self._exists(ref.workspace_key):
                 self._write_atomic(ref.workspace_key, blob)
         # The pointer goes last and only if we still own the session.
         self.check_fence(lease)
