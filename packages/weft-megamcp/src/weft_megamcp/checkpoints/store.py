@@ -502,7 +502,7 @@ class CheckpointStore:
                 Path(tmp).unlink(missing_ok=True)
         if workspace_dest is not None and ref.workspace_key is not None:
             try:
-                blob = self.fs.cat_file(ref.workspace_key)
+                blob = self._cat(ref.workspace_key)
             except FileNotFoundError as exc:
                 raise CheckpointError(f"checkpoint object {ref.workspace_key} is missing") from exc
             if hashlib.sha256(blob).hexdigest() != ref.workspace_sha256:
@@ -561,7 +561,7 @@ class CheckpointStore:
 
     def delete_session(self, session_id: str) -> None:
         path = self._session_dir(session_id)
-        if self.fs.exists(path):
+        if self._exists(path):
             self.fs.rm(path, recursive=True)
 
 
