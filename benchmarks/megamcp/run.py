@@ -366,8 +366,18 @@ async def _ready(session: MCPSession) -> MCPSession:
 MUTATING = {"add_contact", "update_email", "write_note", "delete_contact"}
 
 
+def parse_policies(text: str) -> list[tuple[float, int]]:
+    """`--policies` entries: `INTERVAL` or `INTERVAL:MAX_PATCHES` (patches default 16)."""
+    out = []
+    for item in (x.strip() for x in text.split(",")):
+        if item:
+            interval, _, patches = item.partition(":")
+            out.append((float(interval), int(patches or 16)))
+    return out
+
+
 async def policy_phase(
-    args: argparse.Namespace, bundle: Path, root: Path, min_interval_s: float
+    args: argparse.Namespace, bundle: Path, root: Path, min_interval_s: float, max_patches: int
 ) -> dict[str, Any]:
     """Cost and loss of one checkpoint policy: n sessions run their traces at once (groups left
     open), the host is killed (-9) the moment the last call returns and restarted on the same
@@ -378,16 +388,21 @@ async def policy_phase(
     from weft_megamcp import MegaMCPClient, MegaMCPHost, MegaMCPSettings
 
     n = args.policy_sessions
-    os.environ["WEFT_MEGAMCP_CHECKPOINT_MIN_INTERVAL_S"] = str(min_interval_s)
+    env = {
+        "WEFT_MEGAMCP_CHECKPOINT_MIN_INTERVAL_S": str(min_interval_s),
+        "WEFT_MEGAMCP_CHECKPOINT_MAX_PATCHES": str(max_patches),
+    }
+    os.environ.update(env)
     settings = MegaMCPSettings(
-        data_dir=root / f"policy-{min_interval_s:g}",
+        data_dir=root / f"policy-{min_interval_s:g}-{max_patches}",
         admin_token=secrets.token_urlsafe(24),
         offload_after_s=3600,
     )
     try:
         host = await MegaMCPHost.start(settings, subprocess=True)
     finally:
-        del os.environ["WEFT_MEGAMCP_CHECKPOINT_MIN_INTERVAL_S"]
+        for key in env:
+            del os.environ[key]
     async with MegaMCPClient(host.url, host.admin_token) as client:
         mcp_id = (await client.register(bundle, name="bench_crm")).mcp_id
         groups = [await client.create_group({mcp_id: None}) for _ in range(n)]
@@ -417,7 +432,8 @@ async def policy_phase(
     host._proc.kill()  # the instant the last write was acknowledged
     host._proc.wait()
     ckpt_dir = settings.data_dir / "objects" / "checkpoints"
-    checkpoints = sum(1 for _ in ckpt_dir.rglob("*.sqlite"))
+    full = [f.stat().st_size for f in ckpt_dir.rglob("g*/*.sqlite")]
+    patches = [f.stat().st_size for f in ckpt_dir.rglob("g*/*.pages")]
     host = await MegaMCPHost.start(settings, subprocess=True)
     try:
         async with MegaMCPClient(host.url, host.admin_token) as client:
@@ -428,11 +444,15 @@ async def policy_phase(
     calls = sum(len(x) for x in lats)
     return {
         "min_interval_s": min_interval_s,
+        "max_patches": max_patches,
         "sessions": n,
         "calls": calls,
         "calls_per_s": calls / wall,
         "server_cpu_ms_per_call": cpu / calls * 1000,
-        "checkpoints": checkpoints,
+        "checkpoints": len(full) + len(patches),
+        "full_copies": len(full),
+        "page_patches": len(patches),
+        "checkpoint_bytes": sum(full) + sum(patches),
         "acked_writes": sum(acked),
         "lost_writes": sum(lost),
         "sessions_losing": sum(1 for x in lost if x),
@@ -444,10 +464,12 @@ def render_policies(rows: list[dict[str, Any]]) -> Table:
     t = Table(title="Checkpoint policy: cost and loss on kill -9 (MegaMCP, 1 process)")
     for col in (
         "min interval",
+        "max patches",
         "sessions",
         "calls/s",
         "CPU/call",
-        "DB checkpoints",
+        "DB checkpoints (full + patch)",
+        "KiB uploaded / checkpoint",
         "acked writes",
         "lost on kill -9",
         "sessions losing",
@@ -456,10 +478,12 @@ def render_policies(rows: list[dict[str, Any]]) -> Table:
     for r in rows:
         t.add_row(
             f"{r['min_interval_s']:g} s",
+            str(r["max_patches"]),
             str(r["sessions"]),
             f"{r['calls_per_s']:.0f}",
             f"{r['server_cpu_ms_per_call']:.2f} ms",
-            str(r["checkpoints"]),
+            f"{r['checkpoints']} ({r['full_copies']} + {r['page_patches']})",
+            f"{r['checkpoint_bytes'] / max(1, r['checkpoints']) / 1024:.1f}",
             str(r["acked_writes"]),
             str(r["lost_writes"]),
             str(r["sessions_losing"]),
@@ -655,9 +679,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         r["targets"] = targets(r["concurrency"])
     if "policies" in phases:
         r["policies"] = []
-        for interval in [float(x) for x in args.policies.split(",") if x]:
-            console.log(f"checkpoint policy: min interval {interval:g} s")
-            r["policies"].append(await policy_phase(args, bundle, root, interval))
+        for interval, patches in parse_policies(args.policies):
+            console.log(f"checkpoint policy: min interval {interval:g} s, max patches {patches}")
+            r["policies"].append(await policy_phase(args, bundle, root, interval, patches))
     if "appd" in phases:
         await app_d(args, bundle, root, r)
     import shutil
@@ -712,7 +736,12 @@ def cli() -> None:
         help="comma list: concurrency (bare FastMCP vs MegaMCP table), policies (checkpoint "
         "cost and loss), appd (paper App. D rows)",
     )
-    p.add_argument("--policies", default="0,5", help="checkpoint_min_interval_s values to compare")
+    p.add_argument(
+        "--policies",
+        default="0:0,0:16,5:16",
+        help="checkpoint policies to compare: INTERVAL[:MAX_PATCHES] (checkpoint_min_interval_s "
+        "and checkpoint_max_patches; patches default 16)",
+    )
     p.add_argument("--policy-sessions", type=int, default=100, help="sessions of each policy run")
     p.add_argument(
         "--concurrency", default="100,300,1000", help="concurrent sessions per table row"

@@ -87,6 +87,7 @@ class HostCore:
             debounce_s=settings.checkpoint_debounce_s,
             max_delay_s=settings.checkpoint_max_delay_s,
             min_interval_s=settings.checkpoint_min_interval_s,
+            max_patches=settings.checkpoint_max_patches,
         )
         self.fence = LeaseFence(self.recovery, interval_s=settings.lease_check_interval_s)
         self.manager.fence = self.fence

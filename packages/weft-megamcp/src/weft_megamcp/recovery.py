@@ -109,6 +109,7 @@ class SessionRecovery:
         debounce_s: float = 0.5,
         max_delay_s: float = 5.0,
         min_interval_s: float = 0.0,
+        max_patches: int = 0,
         owner: str | None = None,
     ) -> None:
         self.manager = manager
@@ -117,6 +118,7 @@ class SessionRecovery:
         self.debounce_s = debounce_s
         self.max_delay_s = max_delay_s
         self.min_interval_s = min_interval_s
+        self.max_patches = max_patches
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.checkpointers: dict[str, DebouncedCheckpointer] = {}
         self._starting: dict[str, asyncio.Task[None]] = {}
@@ -154,6 +156,7 @@ class SessionRecovery:
             debounce_s=self.debounce_s,
             max_delay_s=self.max_delay_s,
             min_interval_s=self.min_interval_s,
+            max_patches=self.max_patches,
             gate=lambda: session.state_lock,
         )
         ck.version = ck.durable_version = 0

@@ -99,6 +99,13 @@ class MegaMCPSettings(BaseSettings):
         description="A session is checkpointed at most once per this interval: the durability "
         "window a host crash can lose, traded for checkpoint CPU under load.",
     )
+    checkpoint_max_patches: int = Field(
+        default=16,
+        ge=0,
+        description="A checkpoint uploads only the DB pages changed since the previous one, "
+        "up to this many patches in a row (then a full copy; also when the patches would "
+        "outweigh the DB); 0 uploads a full copy every time.",
+    )
     checkpoint_url: str | None = Field(
         default=None,
         description="fsspec URL of the checkpoint store; default <object store>/checkpoints.",

@@ -8,6 +8,13 @@ takes a consistent copy of the live DB (`snapshot_sqlite`: a plain file copy und
 lock, or the backup API for WAL databases), tars the workspace only when it changed since the
 last checkpoint, and puts both through the CheckpointStore under the session's lease.
 
+Page patches (`max_patches` > 0): a checkpoint whose DB copy differs from the previous
+checkpoint's in few pages uploads only those pages (`pages.py`), on top of the previous
+checkpoint's chain; a full copy is uploaded instead when the chain already has `max_patches`
+patches or its patches together would outweigh the DB itself, so a restore reads at most
+about twice the DB. The page digests of the last checkpoint live in memory only: the first
+checkpoint of a checkpointer (a new lease, a restart, a migration) is always a full copy.
+
 Durability window: a write is in a published checkpoint at most `max(max_delay_s,
 min_interval_s)` plus one checkpoint's duration after it was acknowledged to the caller; a crash
 of the host loses at most the writes of that window (the session resumes from the checkpoint).
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from weft_megamcp.checkpoints._errors import CheckpointError, FencingError
+from weft_megamcp.checkpoints.pages import PageDigests, scan_pages
 from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease, tar_workspace
 
 __all__ = ["DebouncedCheckpointer", "backup_sqlite", "snapshot_sqlite"]
@@ -122,11 +130,14 @@ class DebouncedCheckpointer:
         debounce_s: float = 0.5,
         max_delay_s: float = 5.0,
         min_interval_s: float = 0.0,
+        max_patches: int = 0,
         on_checkpoint: Callable[[CheckpointRef], None] | None = None,
         gate: Callable[[], AbstractAsyncContextManager[object]] | None = None,
     ) -> None:
         if debounce_s < 0 or max_delay_s < debounce_s or min_interval_s < 0:
             raise ValueError("need 0 <= debounce_s <= max_delay_s and min_interval_s >= 0")
+        if max_patches < 0:
+            raise ValueError("max_patches must be >= 0 (0: every checkpoint is a full copy)")
         self.store = store
         self.lease = lease
         self.db_path = Path(db_path) if db_path is not None else None
@@ -134,6 +145,7 @@ class DebouncedCheckpointer:
         self.debounce_s = debounce_s
         self.max_delay_s = max_delay_s
         self.min_interval_s = min_interval_s
+        self.max_patches = max_patches
         self.on_checkpoint = on_checkpoint
         self.gate = gate
         self.version = 0  # latest state version notified
@@ -152,6 +164,11 @@ class DebouncedCheckpointer:
         self._last_started: float | None = None  # loop time the previous checkpoint began
         self._workspace_sig: tuple[tuple[str, int, int], ...] | None = None
         self._waiters = 0  # callers in wait_durable: they turn the debounce off
+        # The page digests of `_pages_of`'s DB: a patch is taken against them only while that
+        # is still `last_ref` (whoever else sets last_ref, e.g. a restore, voids them).
+        self._pages: PageDigests | None = None
+        self._pages_of: CheckpointRef | None = None
+        self.patches = 0  # checkpoints that uploaded a page patch instead of a full copy
 
     @property
     def dirty(self) -> bool:
@@ -238,20 +255,39 @@ class DebouncedCheckpointer:
         return _Capture(version, snap, sig, blob, reuse)
 
     def _put(self, capture: _Capture) -> CheckpointRef:
+        pages: PageDigests | None = None
+        patch: bytes | None = None
+        base = self.last_ref
         try:
+            if capture.snapshot is not None and self.max_patches > 0:
+                known = self._pages if base is not None and base is self._pages_of else None
+                scan = scan_pages(capture.snapshot, known)
+                pages = scan.digests
+                if scan.patch is not None and base is not None and pages is not None:
+                    chain = base.db_patches
+                    db_size = len(pages.digests) * pages.page_size
+                    if (
+                        len(chain) < self.max_patches
+                        and sum(p.size for p in chain) + len(scan.patch) <= db_size
+                    ):
+                        patch = scan.patch
             ref = self.store.put(
                 self.lease,
-                capture.snapshot,
+                capture.snapshot if patch is None else None,
                 workspace=self.workspace if capture.reuse is not None else None,
                 workspace_blob=capture.workspace_blob,
                 state_version=capture.version,
-                consume=capture.snapshot is not None,
+                consume=capture.snapshot is not None and patch is None,
                 unchanged_workspace_of=capture.reuse,
+                db_patch=patch,
+                patch_of=base if patch is not None else None,
             )
         finally:
             if capture.snapshot is not None:
                 capture.snapshot.unlink(missing_ok=True)
         self._workspace_sig = capture.signature
+        self._pages, self._pages_of = pages, ref
+        self.patches += patch is not None
         return ref
 
     async def wait_durable(

@@ -4,6 +4,7 @@ Layout under the store root (a local folder by default, `memory://`, `s3://bucke
 
     <session>/leases/g<generation>.json          one per ownership change, created exclusively
     <session>/g<generation>/<seq>-<sha256>.sqlite   immutable DB snapshot
+    <session>/g<generation>/<seq>-<sha256>.pages    immutable page patch over an earlier snapshot
     <session>/g<generation>/<seq>-<sha256>.tar.gz   immutable workspace tarball (optional)
     <session>/g<generation>/MANIFEST.json         pointer to the latest checkpoint of that generation
     <session>/STATUS.json                         shutdown journal (open / closing / closed)
@@ -18,6 +19,11 @@ Contract:
   owner writes afterwards under its old generation can never become visible, and its `put`
   raises FencingError as soon as it notices.
 - Readers verify the sha256 of everything they fetch.
+- A checkpoint's DB is either one whole snapshot or an earlier checkpoint's whole snapshot with
+  the page patches of the checkpoints since then written over it in order (`pages.py`); the
+  manifest lists every object the DB is rebuilt from, so a restore needs nothing else. Objects
+  are never deleted while their session lives, so an earlier generation's snapshot stays valid
+  as a base.
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ from weft_megamcp.checkpoints._errors import (
     LeaseHeldError,
     WorkspaceArchiveError,
 )
+from weft_megamcp.checkpoints.pages import apply_patch, patch_header
 
 __all__ = [
     "CheckpointRef",
     "CheckpointStore",
     "Lease",
+    "PagePatchRef",
     "SessionStatus",
     "check_workspace_tarball",
     "install_workspace",
@@ -77,14 +85,27 @@ class Lease(BaseModel):
     )
 
 
+class PagePatchRef(BaseModel):
+    key: str
+    sha256: str
+    size: int = Field(ge=0, description="Bytes of the patch object.")
+    pages: int = Field(ge=0, description="Pages the patch rewrites.")
+
+
 class CheckpointRef(BaseModel):
     session_id: str
     generation: int
     seq: int = Field(description="Monotonic checkpoint number of the session across generations.")
     state_version: int = Field(description="Session state version the snapshot covers.")
-    db_key: str | None = None
+    db_key: str | None = Field(
+        default=None, description="Whole DB snapshot (the base when `db_patches` is not empty)."
+    )
     db_sha256: str | None = None
-    db_bytes: int = 0
+    db_bytes: int = Field(default=0, description="Size of the DB this checkpoint restores.")
+    db_patches: list[PagePatchRef] = Field(
+        default_factory=list,
+        description="Page patches written over `db_key`'s snapshot, in order, to rebuild the DB.",
+    )
     workspace_key: str | None = None
     workspace_sha256: str | None = None
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -105,6 +126,14 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def tar_workspace(root: Path) -> bytes:
@@ -404,6 +433,8 @@ class CheckpointStore:
         consume: bool = False,
         unchanged_workspace_of: CheckpointRef | None = None,
         workspace_blob: bytes | None = None,
+        db_patch: bytes | None = None,
+        patch_of: CheckpointRef | None = None,
     ) -> CheckpointRef:
         """Upload a consistent snapshot (a closed SQLite file, e.g. from the backup API) and an
         optional workspace folder, then publish them as the session's latest checkpoint.
@@ -413,8 +444,14 @@ class CheckpointStore:
         the workspace equals that earlier checkpoint's, so its tarball is reused, not rebuilt.
         `workspace_blob`: the workspace's tarball (`tar_workspace`) taken by the caller at the
         same instant as `db_file`, used instead of tarring `workspace` now.
+        `db_patch` (with `patch_of`, and no `db_file`): the DB is `patch_of`'s with this page
+        patch (`pages.scan_pages`) written over it; only the patch is uploaded.
         Raises FencingError when `lease` is stale, before and after the upload.
         """
+        if db_patch is not None and (db_file is not None or patch_of is None):
+            raise CheckpointError("a page patch needs patch_of and no db_file")
+        if patch_of is not None and patch_of.db_key is None:
+            raise CheckpointError(f"checkpoint {patch_of.seq} has no DB to patch")
         self.check_fence(lease)
         sid = lease.session_id
         prev = self.latest(sid)
@@ -431,12 +468,16 @@ class CheckpointStore:
             ref.db_bytes = db_path.stat().st_size
             if not self._exists(ref.db_key):
                 self._makedirs(gdir)
+                # A local object is on disk before the manifest naming it is published: a
+                # machine crash must not leave a manifest pointing at a file the OS never wrote.
                 if consume and self._local:
+                    _fsync_file(db_path)
                     os.replace(db_path, ref.db_key)  # same filesystem: see scratch_path
                 elif self._local:
                     tmp = f"{gdir}/.tmp-{uuid.uuid4().hex}"
                     try:
                         self.fs.put_file(str(db_path), tmp)
+                        _fsync_file(Path(tmp))
                         self.fs.mv(tmp, ref.db_key)
                     finally:
                         Path(tmp).unlink(missing_ok=True)
@@ -445,6 +486,16 @@ class CheckpointStore:
                     # completes, so a killed upload leaves no object behind: no temp key
                     # (which a kill between upload and rename would strand) is needed.
                     self.fs.put_file(str(db_path), ref.db_key)
+        elif db_patch is not None and patch_of is not None:
+            size, count, pages = patch_header(db_patch)
+            digest = hashlib.sha256(db_patch).hexdigest()
+            key = f"{gdir}/{seq:010d}-{digest}.pages"
+            if not self._exists(key):
+                self._write_atomic(key, db_patch)
+            patch = PagePatchRef(key=key, sha256=digest, size=len(db_patch), pages=pages)
+            ref.db_key, ref.db_sha256 = patch_of.db_key, patch_of.db_sha256
+            ref.db_patches = [*patch_of.db_patches, patch]
+            ref.db_bytes = size * count
         reuse = unchanged_workspace_of
         if (
             workspace_blob is None
@@ -495,6 +546,19 @@ class CheckpointStore:
                 self.fs.get_file(ref.db_key, tmp)
                 if _sha256_file(Path(tmp)) != ref.db_sha256:
                     raise CheckpointError(f"checkpoint {ref.db_key} fails its sha256")
+                for patch in ref.db_patches:
+                    try:
+                        blob = self._cat(patch.key)
+                    except FileNotFoundError as exc:
+                        raise CheckpointError(f"checkpoint object {patch.key} is missing") from exc
+                    if hashlib.sha256(blob).hexdigest() != patch.sha256:
+                        raise CheckpointError(f"checkpoint {patch.key} fails its sha256")
+                    apply_patch(tmp, blob, where=f"checkpoint {patch.key}")
+                if ref.db_patches and os.path.getsize(tmp) != ref.db_bytes:
+                    raise CheckpointError(
+                        f"checkpoint {ref.seq} of {ref.session_id}: rebuilt DB has "
+                        f"{os.path.getsize(tmp)} bytes, its manifest says {ref.db_bytes}"
+                    )
                 os.replace(tmp, dest)
             except FileNotFoundError as exc:
                 raise CheckpointError(f"checkpoint object {ref.db_key} is missing") from exc

@@ -1,0 +1,200 @@
+"""Page patches: a patch rebuilds the later copy byte for byte; checkpoints that upload only
+changed pages restore exactly the live state; malformed or tampered patches are refused."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from weft_megamcp.checkpoints import (
+    CheckpointError,
+    CheckpointStore,
+    DebouncedCheckpointer,
+    snapshot_sqlite,
+)
+from weft_megamcp.checkpoints.pages import apply_patch, scan_pages
+
+from .conftest import make_db, row_ids
+
+
+def _db(path: Path, rows: int, *, wal: bool = False) -> Path:
+    con = sqlite3.connect(path)
+    if wal:
+        con.execute("PRAGMA journal_mode=WAL")
+    con.execute("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT)")
+    con.executemany("INSERT INTO item (name) VALUES (?)", [(f"n{i:05d}" * 8,) for i in range(rows)])
+    con.commit()
+    con.close()
+    return path
+
+
+def _sql(path: Path, *statements: str) -> None:
+    con = sqlite3.connect(path, isolation_level=None)  # autocommit: VACUUM runs outside one
+    for statement in statements:
+        con.execute(statement)
+    con.close()
+
+
+@pytest.mark.parametrize("wal", [False, True])
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("UPDATE item SET name = 'changed' WHERE id = 7",),
+        ("INSERT INTO item (name) SELECT name || 'x' FROM item",),  # the file grows
+        ("DELETE FROM item WHERE id > 40", "VACUUM"),  # the file shrinks
+        ("CREATE TABLE other (k TEXT)", "INSERT INTO other VALUES ('v')"),
+    ],
+)
+def test_a_patch_turns_the_earlier_copy_into_the_later_one(
+    tmp_path: Path, wal: bool, change: tuple[str, ...]
+) -> None:
+    live = _db(tmp_path / "live.sqlite", 400, wal=wal)
+    before, after = tmp_path / "before.sqlite", tmp_path / "after.sqlite"
+    snapshot_sqlite(live, before)
+    _sql(live, *change)
+    snapshot_sqlite(live, after)
+    first = scan_pages(before, None)
+    assert first.digests is not None and first.patch is None
+    second = scan_pages(after, first.digests)
+    assert second.patch is not None
+    assert 0 < second.changed_pages <= len(second.digests.digests)  # type: ignore[union-attr]
+    rebuilt = tmp_path / "rebuilt.sqlite"
+    shutil.copyfile(before, rebuilt)
+    apply_patch(rebuilt, second.patch)
+    assert rebuilt.read_bytes() == after.read_bytes()
+
+
+def test_a_one_row_update_patches_a_few_pages_of_a_large_db(tmp_path: Path) -> None:
+    live = _db(tmp_path / "live.sqlite", 5000)
+    before, after = tmp_path / "before.sqlite", tmp_path / "after.sqlite"
+    snapshot_sqlite(live, before)
+    _sql(live, "UPDATE item SET name = 'x' WHERE id = 2500")
+    snapshot_sqlite(live, after)
+    scan = scan_pages(after, scan_pages(before, None).digests)
+    assert scan.patch is not None
+    assert scan.changed_pages <= 3  # the leaf page and the header page (change counter)
+    assert len(scan.patch) < after.stat().st_size // 20
+
+
+def test_files_that_are_not_sqlite_databases_get_no_digests(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database" * 100)
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    for path in (junk, empty):
+        scan = scan_pages(path, None)
+        assert scan.digests is None and scan.patch is None
+
+
+@pytest.mark.parametrize(
+    ("mangle", "message"),
+    [
+        (lambda p: b"NOTPAGES!!\n" + p[11:], "not a page patch"),
+        (lambda p: p[:-1], "does not match its body"),
+        (
+            lambda p: p[:11] + (4096).to_bytes(4, "little") + (1).to_bytes(4, "little") + p[19:],
+            "beyond",
+        ),
+    ],
+)
+def test_a_malformed_patch_is_refused_before_anything_is_written(
+    tmp_path: Path, mangle: object, message: str
+) -> None:
+    live = _db(tmp_path / "live.sqlite", 300)
+    before, after = tmp_path / "before.sqlite", tmp_path / "after.sqlite"
+    snapshot_sqlite(live, before)
+    _sql(live, "UPDATE item SET name = 'y' WHERE id = 250")
+    snapshot_sqlite(live, after)
+    patch = scan_pages(after, scan_pages(before, None).digests).patch
+    assert patch is not None
+    original = before.read_bytes()
+    with pytest.raises(CheckpointError, match=message):
+        apply_patch(before, mangle(patch), where="the test patch")  # type: ignore[operator]
+    assert before.read_bytes() == original
+
+
+async def test_checkpoints_upload_changed_pages_and_restore_the_live_state(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    db = make_db(tmp_path / "live.sqlite", rows=3000)
+    lease = store.acquire("s1", "w")
+    ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=0, max_delay_s=0, max_patches=3)
+    refs = []
+    for i in range(1, 7):
+        _sql(db, f"UPDATE item SET name = 'v{i}' WHERE id = {i * 400}")
+        ckpt.notify_mutation(i)
+        refs.append(await ckpt.wait_durable(i, timeout=30))
+        store.restore_latest("s1", tmp_path / "r.sqlite")
+        restored = sqlite3.connect(tmp_path / "r.sqlite")
+        assert restored.execute(f"SELECT name FROM item WHERE id = {i * 400}").fetchone() == (
+            f"v{i}",
+        )
+        restored.close()
+        assert row_ids(tmp_path / "r.sqlite") == row_ids(db)
+    # full, then three patches on it, then the chain is full: a new full copy and a patch on it
+    assert [len(r.db_patches) for r in refs if r is not None] == [0, 1, 2, 3, 0, 1]
+    assert ckpt.patches == 4
+    assert refs[3] is not None and refs[3].db_key == refs[0].db_key  # type: ignore[union-attr]
+    patch_bytes = [p.size for p in refs[3].db_patches]
+    assert max(patch_bytes) < refs[3].db_bytes // 10  # a few pages, not the DB
+
+
+async def test_a_new_owner_starts_from_a_full_copy_and_restores_the_chain(
+    store: CheckpointStore, tmp_path: Path
+) -> None:
+    db = make_db(tmp_path / "live.sqlite", rows=2000)
+    first = DebouncedCheckpointer(
+        store, store.acquire("s1", "a"), db, debounce_s=0, max_delay_s=0, max_patches=8
+    )
+    for i in range(1, 4):
+        _sql(db, f"DELETE FROM item WHERE id = {i}")
+        first.notify_mutation(i)
+        await first.wait_durable(i, timeout=30)
+    assert first.patches == 2
+    # another worker takes the session over: it restores the patched chain, then its own first
+    # checkpoint is a whole copy (it has no digests of what the store holds)
+    restored = tmp_path / "taken.sqlite"
+    ref = store.restore_latest("s1", restored)
+    assert len(ref.db_patches) == 2 and row_ids(restored) == row_ids(db)
+    second = DebouncedCheckpointer(
+        store,
+        store.acquire("s1", "b", steal=True),
+        restored,
+        debounce_s=0,
+        max_delay_s=0,
+        max_patches=8,
+    )
+    second.version = second.durable_version = ref.state_version
+    _sql(restored, "DELETE FROM item WHERE id = 10")
+    second.notify_mutation(4)
+    new = await second.wait_durable(4, timeout=30)
+    assert new is not None and new.db_patches == [] and new.seq == ref.seq + 1
+    store.restore_latest("s1", tmp_path / "again.sqlite")
+    assert row_ids(tmp_path / "again.sqlite") == row_ids(restored)
+
+
+async def test_a_tampered_or_missing_patch_fails_the_restore(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "objects")
+    db = make_db(tmp_path / "live.sqlite", rows=2000)
+    ckpt = DebouncedCheckpointer(
+        store, store.acquire("s1", "w"), db, debounce_s=0, max_delay_s=0, max_patches=4
+    )
+    for i in range(1, 3):
+        _sql(db, f"UPDATE item SET name = 'z' WHERE id = {i * 100}")
+        ckpt.notify_mutation(i)
+        await ckpt.wait_durable(i, timeout=30)
+    ref = store.latest("s1")
+    assert ref is not None and len(ref.db_patches) == 1
+    patch = Path(ref.db_patches[0].key)
+    good = patch.read_bytes()
+    patch.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    dest = tmp_path / "r.sqlite"
+    with pytest.raises(CheckpointError, match="fails its sha256"):
+        store.fetch(ref, dest)
+    patch.unlink()
+    with pytest.raises(CheckpointError, match="is missing"):
+        store.fetch(ref, dest)
+    assert not dest.exists()  # nothing half-written where the DB goes
