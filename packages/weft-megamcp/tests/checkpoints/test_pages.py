@@ -6,16 +6,18 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from weft_megamcp.checkpoints import (
     CheckpointError,
+    CheckpointRef,
     CheckpointStore,
     DebouncedCheckpointer,
     snapshot_sqlite,
 )
-from weft_megamcp.checkpoints.pages import apply_patch, scan_pages
+from weft_megamcp.checkpoints.pages import apply_patch, sync_pages
 
 from .conftest import make_db, row_ids
 
@@ -56,15 +58,17 @@ def test_a_patch_turns_the_earlier_copy_into_the_later_one(
     snapshot_sqlite(live, before)
     _sql(live, *change)
     snapshot_sqlite(live, after)
-    first = scan_pages(before, None)
-    assert first.digests is not None and first.patch is None
-    second = scan_pages(after, first.digests)
-    assert second.patch is not None
-    assert 0 < second.changed_pages <= len(second.digests.digests)  # type: ignore[union-attr]
+    base = tmp_path / "base.sqlite"
+    shutil.copyfile(before, base)
+    patch = sync_pages(after, base)
+    assert patch is not None and patch.changed_pages > 0
+    assert patch.db_bytes == after.stat().st_size
+    assert base.read_bytes() == after.read_bytes()  # the base now equals the later copy
     rebuilt = tmp_path / "rebuilt.sqlite"
     shutil.copyfile(before, rebuilt)
-    apply_patch(rebuilt, second.patch)
+    apply_patch(rebuilt, patch.data)
     assert rebuilt.read_bytes() == after.read_bytes()
+    assert sync_pages(after, base) == type(patch)(patch.data[:19], 0, patch.db_bytes)
 
 
 def test_a_one_row_update_patches_a_few_pages_of_a_large_db(tmp_path: Path) -> None:
@@ -73,20 +77,28 @@ def test_a_one_row_update_patches_a_few_pages_of_a_large_db(tmp_path: Path) -> N
     snapshot_sqlite(live, before)
     _sql(live, "UPDATE item SET name = 'x' WHERE id = 2500")
     snapshot_sqlite(live, after)
-    scan = scan_pages(after, scan_pages(before, None).digests)
-    assert scan.patch is not None
-    assert scan.changed_pages <= 3  # the leaf page and the header page (change counter)
-    assert len(scan.patch) < after.stat().st_size // 20
+    patch = sync_pages(after, before)
+    assert patch is not None
+    assert patch.changed_pages <= 3  # the leaf page and the header page (change counter)
+    assert len(patch.data) < after.stat().st_size // 20
 
 
-def test_files_that_are_not_sqlite_databases_get_no_digests(tmp_path: Path) -> None:
+def test_files_that_are_not_comparable_page_by_page_get_no_patch(tmp_path: Path) -> None:
+    db = _db(tmp_path / "db.sqlite", 50)
     junk = tmp_path / "junk.sqlite"
-    junk.write_bytes(b"not a database" * 100)
+    junk.write_bytes(b"not a database" * 1000)
     empty = tmp_path / "empty.sqlite"
     empty.write_bytes(b"")
-    for path in (junk, empty):
-        scan = scan_pages(path, None)
-        assert scan.digests is None and scan.patch is None
+    other = tmp_path / "other.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("PRAGMA page_size = 1024")
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    for src, base in ((junk, db), (db, junk), (db, empty), (db, other)):
+        kept = base.read_bytes()
+        assert sync_pages(src, base) is None
+        assert base.read_bytes() == kept  # left untouched: the caller makes a full copy
 
 
 @pytest.mark.parametrize(
@@ -108,11 +120,13 @@ def test_a_malformed_patch_is_refused_before_anything_is_written(
     snapshot_sqlite(live, before)
     _sql(live, "UPDATE item SET name = 'y' WHERE id = 250")
     snapshot_sqlite(live, after)
-    patch = scan_pages(after, scan_pages(before, None).digests).patch
+    base = tmp_path / "base.sqlite"
+    shutil.copyfile(before, base)
+    patch = sync_pages(after, base)
     assert patch is not None
     original = before.read_bytes()
     with pytest.raises(CheckpointError, match=message):
-        apply_patch(before, mangle(patch), where="the test patch")  # type: ignore[operator]
+        apply_patch(before, mangle(patch.data), where="the test patch")  # type: ignore[operator]
     assert before.read_bytes() == original
 
 
@@ -198,3 +212,48 @@ async def test_a_tampered_or_missing_patch_fails_the_restore(tmp_path: Path) -> 
     with pytest.raises(CheckpointError, match="is missing"):
         store.fetch(ref, dest)
     assert not dest.exists()  # nothing half-written where the DB goes
+
+
+class _FlakyStore(CheckpointStore):
+    """A real local store whose next `put` fails once, the way a storage hiccup does."""
+
+    fail_next = False
+
+    def put(self, *args: Any, **kwargs: Any) -> CheckpointRef:
+        if self.fail_next:
+            self.fail_next = False
+            raise OSError("the store is unreachable")
+        return super().put(*args, **kwargs)
+
+
+async def test_a_failed_upload_voids_the_base_and_the_next_checkpoint_is_whole(
+    tmp_path: Path,
+) -> None:
+    store = _FlakyStore(tmp_path / "objects")
+    db = make_db(tmp_path / "live.sqlite", rows=2000)
+    ckpt = DebouncedCheckpointer(
+        store, store.acquire("s1", "w"), db, debounce_s=0, max_delay_s=0, max_patches=8
+    )
+    ckpt.retry_s = 0.01
+    _sql(db, "UPDATE item SET name = 'a' WHERE id = 5")
+    ckpt.notify_mutation(1)
+    await ckpt.wait_durable(1, timeout=30)
+    _sql(db, "UPDATE item SET name = 'b' WHERE id = 6")
+    store.fail_next = True  # the patch of this write is synced into the base, then lost
+    ckpt.notify_mutation(2)
+    ref = await ckpt.wait_durable(2, timeout=30)
+    assert ref is not None and ref.db_patches == []  # retried as a whole copy, not a patch
+    _sql(db, "UPDATE item SET name = 'c' WHERE id = 7")
+    ckpt.notify_mutation(3)
+    ref = await ckpt.wait_durable(3, timeout=30)
+    assert ref is not None and len(ref.db_patches) == 1
+    store.restore_latest("s1", tmp_path / "r.sqlite")
+    con = sqlite3.connect(tmp_path / "r.sqlite")
+    assert con.execute("SELECT name FROM item WHERE id IN (5, 6, 7) ORDER BY id").fetchall() == [
+        ("a",),
+        ("b",),
+        ("c",),
+    ]
+    con.close()
+    await ckpt.close()
+    assert not list((tmp_path / "objects" / "s1" / "scratch").iterdir())  # no base left behind

@@ -8,12 +8,13 @@ takes a consistent copy of the live DB (`snapshot_sqlite`: a plain file copy und
 lock, or the backup API for WAL databases), tars the workspace only when it changed since the
 last checkpoint, and puts both through the CheckpointStore under the session's lease.
 
-Page patches (`max_patches` > 0): a checkpoint whose DB copy differs from the previous
-checkpoint's in few pages uploads only those pages (`pages.py`), on top of the previous
-checkpoint's chain; a full copy is uploaded instead when the chain already has `max_patches`
-patches or its patches together would outweigh the DB itself, so a restore reads at most
-about twice the DB. The page digests of the last checkpoint live in memory only: the first
-checkpoint of a checkpointer (a new lease, a restart, a migration) is always a full copy.
+Page patches (`max_patches` > 0): the checkpointer keeps a private *base* file equal to its
+last checkpoint's DB; a checkpoint compares the live DB with it under the same read lock a copy
+would take and uploads only the changed pages (`pages.py`), on top of the previous checkpoint's
+chain; a full copy is uploaded instead when the chain already has `max_patches` patches or its
+patches together would outweigh the DB itself, so a restore reads at most about twice the DB.
+The base is trusted only for the checkpoint it was last synced to (a failed upload, a restore
+or a new owner voids it), so the first checkpoint of a checkpointer is always a full copy.
 
 Durability window: a write is in a published checkpoint at most `max(max_delay_s,
 min_interval_s)` plus one checkpoint's duration after it was acknowledged to the caller; a crash
@@ -46,10 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from weft_megamcp.checkpoints._errors import CheckpointError, FencingError
-from weft_megamcp.checkpoints.pages import PageDigests, scan_pages
+from weft_megamcp.checkpoints.pages import PagePatch, sync_pages
 from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease, tar_workspace
 
-__all__ = ["DebouncedCheckpointer", "backup_sqlite", "snapshot_sqlite"]
+__all__ = ["DebouncedCheckpointer", "backup_sqlite", "snapshot_sqlite", "sync_sqlite_pages"]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,33 @@ def snapshot_sqlite(src: str | Path, dest: str | Path) -> None:
         source.close()
 
 
+def sync_sqlite_pages(src: str | Path, base: str | Path) -> PagePatch | None:
+    """`pages.sync_pages` from a live SQLite DB: under the read lock `snapshot_sqlite` takes (a
+    rollback-journal DB is compared in place, no copy), or from a backup copy for WAL."""
+    source = sqlite3.connect(f"file:{Path(src)}?mode=ro", uri=True, timeout=30)
+    try:
+        mode = source.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() == "wal":
+            copy = Path(base).with_name(Path(base).name + ".wal-copy")
+            try:
+                target = sqlite3.connect(str(copy))
+                try:
+                    source.backup(target)
+                finally:
+                    target.close()
+                return sync_pages(copy, base)
+            finally:
+                copy.unlink(missing_ok=True)
+        source.execute("BEGIN")
+        source.execute("SELECT count(*) FROM sqlite_master").fetchone()  # takes the SHARED lock
+        try:
+            return sync_pages(src, base)
+        finally:
+            source.rollback()
+    finally:
+        source.close()
+
+
 def _tree_signature(root: Path | None) -> tuple[tuple[str, int, int], ...]:
     if root is None or not root.exists():
         return ()
@@ -113,7 +141,9 @@ class _Capture:
     """One consistent copy of a session's state, taken inside the write gate."""
 
     version: int
-    snapshot: Path | None  # the DB copy (None: the session has no DB)
+    snapshot: Path | None  # the DB copy (None: the session has no DB, or a patch replaces it)
+    patch: PagePatch | None  # the DB as a page patch over `patch_of`
+    patch_of: CheckpointRef | None
     signature: tuple[tuple[str, int, int], ...]
     workspace_blob: bytes | None  # None: unchanged since `reuse`, or no workspace
     reuse: CheckpointRef | None
@@ -164,10 +194,10 @@ class DebouncedCheckpointer:
         self._last_started: float | None = None  # loop time the previous checkpoint began
         self._workspace_sig: tuple[tuple[str, int, int], ...] | None = None
         self._waiters = 0  # callers in wait_durable: they turn the debounce off
-        # The page digests of `_pages_of`'s DB: a patch is taken against them only while that
-        # is still `last_ref` (whoever else sets last_ref, e.g. a restore, voids them).
-        self._pages: PageDigests | None = None
-        self._pages_of: CheckpointRef | None = None
+        # A private copy of `_base_of`'s DB: a patch is taken against it only while that is
+        # still `last_ref` (whoever else sets last_ref, e.g. a restore, voids it).
+        self._base: Path | None = None
+        self._base_of: CheckpointRef | None = None
         self.patches = 0  # checkpoints that uploaded a page patch instead of a full copy
 
     @property
@@ -203,11 +233,15 @@ class DebouncedCheckpointer:
         # else: the running checkpoint re-checks `dirty` when it ends
 
     async def _run(self) -> None:
-        while self.dirty and self.failure is None:
-            self._first_dirty = None
-            await self._checkpoint_once()
-            if self._retry_pending:
-                return
+        try:
+            while self.dirty and self.failure is None:
+                self._first_dirty = None
+                await self._checkpoint_once()
+                if self._retry_pending:
+                    return
+        finally:
+            if self._closed:  # abandoned while this checkpoint ran
+                self._drop_base()
 
     async def _checkpoint_once(self) -> None:
         self._last_started = asyncio.get_running_loop().time()
@@ -245,50 +279,70 @@ class DebouncedCheckpointer:
         if self.workspace is not None and (reuse is None or reuse.workspace_key is None):
             blob = tar_workspace(self.workspace) if self.workspace.exists() else None
         snap = None
-        if self.db_path is not None:
+        patch, patch_of = self._patch(), self.last_ref
+        if self.db_path is not None and patch is None:
             snap = self.store.scratch_path(self.lease.session_id)
             try:
                 snapshot_sqlite(self.db_path, snap)
             except BaseException:
                 snap.unlink(missing_ok=True)
                 raise
-        return _Capture(version, snap, sig, blob, reuse)
+        return _Capture(version, snap, patch, patch_of if patch else None, sig, blob, reuse)
+
+    def _patch(self) -> PagePatch | None:
+        """The DB's changes since the last checkpoint as a page patch, or None for a full copy."""
+        base_of, base = self.last_ref, self._base
+        if (
+            self.db_path is None
+            or base is None
+            or base_of is None
+            or base_of is not self._base_of
+            or len(base_of.db_patches) >= self.max_patches
+        ):
+            return None
+        self._base_of = None  # the base changes now: trusted again once a checkpoint publishes
+        try:
+            patch = sync_sqlite_pages(self.db_path, base)
+        except FileNotFoundError:  # the base was swept away (an idle session): a full copy
+            return None
+        if patch is None or sum(p.size for p in base_of.db_patches) + len(patch.data) > (
+            patch.db_bytes
+        ):
+            return None
+        return patch
 
     def _put(self, capture: _Capture) -> CheckpointRef:
-        pages: PageDigests | None = None
-        patch: bytes | None = None
-        base = self.last_ref
         try:
             if capture.snapshot is not None and self.max_patches > 0:
-                known = self._pages if base is not None and base is self._pages_of else None
-                scan = scan_pages(capture.snapshot, known)
-                pages = scan.digests
-                if scan.patch is not None and base is not None and pages is not None:
-                    chain = base.db_patches
-                    db_size = len(pages.digests) * pages.page_size
-                    if (
-                        len(chain) < self.max_patches
-                        and sum(p.size for p in chain) + len(scan.patch) <= db_size
-                    ):
-                        patch = scan.patch
+                if self._base is None:
+                    self._base = self.store.scratch_path(self.lease.session_id)
+                self._base_of = None
+                shutil.copyfile(capture.snapshot, self._base)
             ref = self.store.put(
                 self.lease,
-                capture.snapshot if patch is None else None,
+                capture.snapshot,
                 workspace=self.workspace if capture.reuse is not None else None,
                 workspace_blob=capture.workspace_blob,
                 state_version=capture.version,
-                consume=capture.snapshot is not None and patch is None,
+                consume=capture.snapshot is not None,
                 unchanged_workspace_of=capture.reuse,
-                db_patch=patch,
-                patch_of=base if patch is not None else None,
+                db_patch=capture.patch.data if capture.patch is not None else None,
+                patch_of=capture.patch_of,
             )
         finally:
             if capture.snapshot is not None:
                 capture.snapshot.unlink(missing_ok=True)
         self._workspace_sig = capture.signature
-        self._pages, self._pages_of = pages, ref
-        self.patches += patch is not None
+        if self._base is not None and (capture.snapshot is not None or capture.patch is not None):
+            self._base_of = ref
+        self.patches += capture.patch is not None
         return ref
+
+    def _drop_base(self) -> None:
+        self._base_of = None
+        if self._base is not None:
+            self._base.unlink(missing_ok=True)
+            self._base = None
 
     async def wait_durable(
         self, version: int, timeout: float | None = None
@@ -356,6 +410,8 @@ class DebouncedCheckpointer:
     def abandon(self) -> None:
         """Take no new checkpoint (this session's state is being replaced under a new owner)."""
         self._closed = True
+        if self._running is None or self._running.done():
+            self._drop_base()
 
     async def stop(self) -> None:
         """Stop without a final upload; waits for an upload already in flight."""
@@ -366,9 +422,11 @@ class DebouncedCheckpointer:
         if self._running is not None and not self._running.done():
             with contextlib.suppress(Exception):
                 await self._running
+        self._drop_base()
 
     async def close(self) -> CheckpointRef | None:
         try:
             return await self.flush()
         finally:
             self._closed = True
+            self._drop_base()
