@@ -521,6 +521,7 @@ def render_concurrency(c: dict[str, Any]) -> Table:
         "p50",
         "p99",
         "CPU/call",
+        "server cores busy",
         "peak RSS",
         "loadgen CPU",
     ):
@@ -534,6 +535,9 @@ def render_concurrency(c: dict[str, Any]) -> Table:
             f"{r['p50_ms']:.1f} ms",
             f"{r['p99_ms']:.1f} ms",
             f"{r['server_cpu_ms_per_call']:.2f} ms",
+            # calls/s x CPU per call: how much of the machine's 2 cores the server kept busy,
+            # which bounds what more processes can add
+            f"{r['calls_per_s'] * r['server_cpu_ms_per_call'] / 1000:.2f}",
             f"{r['peak_rss'] / MiB:.0f} MiB",
             f"{r['loadgen_cpu_share'] * 100:.0f}%",
         )
