@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from datetime import date, datetime, timedelta
 
 from weft_core.models import Entity, EntityField, MCPSpec, ToolSpec
 from weft_envsynth.analyze import analyze_programmatic
-from weft_envsynth.seed import field_value
+from weft_envsynth.seed import SEED_EPOCH, field_value
 
 
 def _entity(name: str, *fields: EntityField) -> Entity:
@@ -67,3 +68,17 @@ def test_documented_response_fields_become_entity_fields() -> None:
     names = {f.name for f in stock.fields}
     assert {"price", "volume"} <= names
     assert "history" not in names  # an undefined nested type adds nothing
+
+
+def test_dates_do_not_depend_on_the_clock() -> None:
+    # They spread a year either side of a fixed day: built today or next year, a bundle seeds the
+    # same rows (relative to today, its certified initial-state hashes changed every second).
+    event = _entity("event")
+    low, high = SEED_EPOCH - timedelta(days=365), SEED_EPOCH + timedelta(days=365)
+    for i in range(100):
+        when = field_value(event, EntityField(name="start", type="datetime"), i)
+        assert low <= datetime.fromisoformat(when.removesuffix("Z")) <= high
+        day = field_value(event, EntityField(name="due", type="date"), i)
+        assert low.date() <= date.fromisoformat(day) <= high.date()
+        named = field_value(event, EntityField(name="created_at"), i)
+        assert low.date() <= date.fromisoformat(named) <= high.date()

@@ -9,6 +9,7 @@ says what happens when two MCPs give the same field different examples).
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 from typing import Any
@@ -26,6 +27,22 @@ _PEOPLE = {
     "driver", "guest", "recipient", "sender", "receiver", "passenger", "traveler", "buyer",
 }  # fmt: skip
 _ORGS = {"company", "organization", "organisation", "vendor", "supplier", "merchant", "airline"}
+
+
+# Dates and times spread a year either side of a fixed day, not of today: a bundle built again
+# (another day, another second) must seed the same rows, or its certified tasks' initial-state
+# hashes and the checks that name seeded values stop matching.
+SEED_EPOCH = dt.datetime(2026, 1, 1)
+_SPAN = dt.timedelta(days=365)
+
+
+def _date(fake: Faker) -> str:
+    return fake.date_between(SEED_EPOCH.date() - _SPAN, SEED_EPOCH.date() + _SPAN).isoformat()
+
+
+def _datetime(fake: Faker) -> str:
+    value = fake.date_time_between(SEED_EPOCH - _SPAN, SEED_EPOCH + _SPAN)
+    return value.isoformat(timespec="seconds") + "Z"
 
 
 @functools.lru_cache(maxsize=1)
@@ -88,9 +105,9 @@ def field_value(entity: Entity, f: EntityField, i: int, vocab: list[str] | None 
             return float(fake.longitude())
         return round(fake.pyfloat(min_value=5, max_value=5000), 2)
     if f.type == "date":
-        return fake.date_between("-1y", "+1y").isoformat()
+        return _date(fake)
     if f.type == "datetime":
-        return fake.date_time_between("-1y", "+1y").isoformat(timespec="seconds") + "Z"
+        return _datetime(fake)
     if f.type == "json":
         return None
     value = _string_value(entity, f, i, fake, first, last)
@@ -151,7 +168,7 @@ def _string_value(
     if words & {"sku", "code", "iban", "card", "plate", "isbn"}:
         return fake.bothify("??-####-??").upper()
     if words & {"date", "day", "deadline"} or name.endswith("_at") or words & {"time"}:
-        return fake.date_between("-1y", "+1y").isoformat()
+        return _date(fake)
     if words & {"title", "subject", "headline", "label", "summary", "topic"}:
         return fake.sentence(nb_words=4).rstrip(".")
     if words & {
