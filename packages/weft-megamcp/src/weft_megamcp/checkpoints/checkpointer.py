@@ -103,11 +103,7 @@ def sync_sqlite_pages(src: str | Path, base: str | Path) -> PagePatch | None:
         if str(mode).lower() == "wal":
             copy = Path(base).with_name(Path(base).name + ".wal-copy")
             try:
-                target = sqlite3.connect(str(copy))
-                try:
-                    source.backup(target)
-                finally:
-                    target.close()
+                backup_sqlite(src, copy)
                 return sync_pages(copy, base)
             finally:
                 copy.unlink(missing_ok=True)

@@ -547,12 +547,7 @@ class CheckpointStore:
                 if _sha256_file(Path(tmp)) != ref.db_sha256:
                     raise CheckpointError(f"checkpoint {ref.db_key} fails its sha256")
                 for patch in ref.db_patches:
-                    try:
-                        blob = self._cat(patch.key)
-                    except FileNotFoundError as exc:
-                        raise CheckpointError(f"checkpoint object {patch.key} is missing") from exc
-                    if hashlib.sha256(blob).hexdigest() != patch.sha256:
-                        raise CheckpointError(f"checkpoint {patch.key} fails its sha256")
+                    blob = self._cat_verified(patch.key, patch.sha256)
                     apply_patch(tmp, blob, where=f"checkpoint {patch.key}")
                 if ref.db_patches and os.path.getsize(tmp) != ref.db_bytes:
                     raise CheckpointError(
@@ -565,16 +560,20 @@ class CheckpointStore:
             finally:
                 Path(tmp).unlink(missing_ok=True)
         if workspace_dest is not None and ref.workspace_key is not None:
-            try:
-                blob = self._cat(ref.workspace_key)
-            except FileNotFoundError as exc:
-                raise CheckpointError(f"checkpoint object {ref.workspace_key} is missing") from exc
-            if hashlib.sha256(blob).hexdigest() != ref.workspace_sha256:
-                raise CheckpointError(f"checkpoint {ref.workspace_key} fails its sha256")
+            blob = self._cat_verified(ref.workspace_key, ref.workspace_sha256)
             try:
                 install_workspace(blob, Path(workspace_dest))
             except WorkspaceArchiveError as exc:  # hash-checked, so written that way: corrupt
                 raise CheckpointError(f"checkpoint {ref.workspace_key}: {exc}") from None
+
+    def _cat_verified(self, key: str, sha256: str | None) -> bytes:
+        try:
+            blob = self._cat(key)
+        except FileNotFoundError as exc:
+            raise CheckpointError(f"checkpoint object {key} is missing") from exc
+        if hashlib.sha256(blob).hexdigest() != sha256:
+            raise CheckpointError(f"checkpoint {key} fails its sha256")
+        return blob
 
     def restore_latest(
         self, session_id: str, db_dest: str | Path, workspace_dest: str | Path | None = None
