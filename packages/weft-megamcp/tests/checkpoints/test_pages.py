@@ -130,6 +130,15 @@ def test_a_malformed_patch_is_refused_before_anything_is_written(
     assert before.read_bytes() == original
 
 
+async def _write(
+    ckpt: DebouncedCheckpointer, db: Path, statement: str, version: int
+) -> CheckpointRef | None:
+    """One committed write, then wait until a checkpoint covers it."""
+    _sql(db, statement)
+    ckpt.notify_mutation(version)
+    return await ckpt.wait_durable(version, timeout=30)
+
+
 async def test_checkpoints_upload_changed_pages_and_restore_the_live_state(
     store: CheckpointStore, tmp_path: Path
 ) -> None:
@@ -138,9 +147,9 @@ async def test_checkpoints_upload_changed_pages_and_restore_the_live_state(
     ckpt = DebouncedCheckpointer(store, lease, db, debounce_s=0, max_delay_s=0, max_patches=3)
     refs = []
     for i in range(1, 7):
-        _sql(db, f"UPDATE item SET name = 'v{i}' WHERE id = {i * 400}")
-        ckpt.notify_mutation(i)
-        refs.append(await ckpt.wait_durable(i, timeout=30))
+        refs.append(
+            await _write(ckpt, db, f"UPDATE item SET name = 'v{i}' WHERE id = {i * 400}", i)
+        )
         store.restore_latest("s1", tmp_path / "r.sqlite")
         restored = sqlite3.connect(tmp_path / "r.sqlite")
         assert restored.execute(f"SELECT name FROM item WHERE id = {i * 400}").fetchone() == (
@@ -164,12 +173,10 @@ async def test_a_new_owner_starts_from_a_full_copy_and_restores_the_chain(
         store, store.acquire("s1", "a"), db, debounce_s=0, max_delay_s=0, max_patches=8
     )
     for i in range(1, 4):
-        _sql(db, f"DELETE FROM item WHERE id = {i}")
-        first.notify_mutation(i)
-        await first.wait_durable(i, timeout=30)
+        await _write(first, db, f"DELETE FROM item WHERE id = {i}", i)
     assert first.patches == 2
     # another worker takes the session over: it restores the patched chain, then its own first
-    # checkpoint is a whole copy (it has no digests of what the store holds)
+    # checkpoint is a whole copy (it has no base copy of what the store holds)
     restored = tmp_path / "taken.sqlite"
     ref = store.restore_latest("s1", restored)
     assert len(ref.db_patches) == 2 and row_ids(restored) == row_ids(db)
@@ -182,9 +189,7 @@ async def test_a_new_owner_starts_from_a_full_copy_and_restores_the_chain(
         max_patches=8,
     )
     second.version = second.durable_version = ref.state_version
-    _sql(restored, "DELETE FROM item WHERE id = 10")
-    second.notify_mutation(4)
-    new = await second.wait_durable(4, timeout=30)
+    new = await _write(second, restored, "DELETE FROM item WHERE id = 10", 4)
     assert new is not None and new.db_patches == [] and new.seq == ref.seq + 1
     store.restore_latest("s1", tmp_path / "again.sqlite")
     assert row_ids(tmp_path / "again.sqlite") == row_ids(restored)
@@ -197,9 +202,7 @@ async def test_a_tampered_or_missing_patch_fails_the_restore(tmp_path: Path) -> 
         store, store.acquire("s1", "w"), db, debounce_s=0, max_delay_s=0, max_patches=4
     )
     for i in range(1, 3):
-        _sql(db, f"UPDATE item SET name = 'z' WHERE id = {i * 100}")
-        ckpt.notify_mutation(i)
-        await ckpt.wait_durable(i, timeout=30)
+        await _write(ckpt, db, f"UPDATE item SET name = 'z' WHERE id = {i * 100}", i)
     ref = store.latest("s1")
     assert ref is not None and len(ref.db_patches) == 1
     patch = Path(ref.db_patches[0].key)

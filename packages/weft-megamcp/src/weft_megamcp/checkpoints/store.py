@@ -445,7 +445,7 @@ class CheckpointStore:
         `workspace_blob`: the workspace's tarball (`tar_workspace`) taken by the caller at the
         same instant as `db_file`, used instead of tarring `workspace` now.
         `db_patch` (with `patch_of`, and no `db_file`): the DB is `patch_of`'s with this page
-        patch (`pages.scan_pages`) written over it; only the patch is uploaded.
+        patch (`pages.sync_pages`) written over it; only the patch is uploaded.
         Raises FencingError when `lease` is stale, before and after the upload.
         """
         if db_patch is not None and (db_file is not None or patch_of is None):
