@@ -77,6 +77,47 @@ def _cpu_seconds() -> float:
     return own + kids.ru_utime + kids.ru_stime + live
 
 
+def _role(proc: psutil.Process) -> str:
+    """Which part of the pipeline a process is: this client, the host (master), a prefork worker
+    (forked by the master's fork server) or anything else it started (probes, sandboxes)."""
+    if proc.pid == os.getpid():
+        return "client"
+    with contextlib.suppress(psutil.Error):
+        cmd = " ".join(proc.cmdline())
+        if "forkserver" in cmd:
+            parent = proc.parent()
+            return (
+                "worker"
+                if parent is not None and "forkserver" in " ".join(parent.cmdline())
+                else "fork server"
+            )
+        if "weft_megamcp.cli serve" in cmd or "weft-megamcp serve" in cmd:
+            return "host"
+    return "other"
+
+
+def _cpu_by_role() -> dict[int, tuple[str, float, float]]:
+    """(role, user s, system s) of this process and every live descendant, by pid."""
+    out: dict[int, tuple[str, float, float]] = {}
+    me = psutil.Process()
+    for proc in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            t = proc.cpu_times()
+            out[proc.pid] = (_role(proc), t.user, t.system)
+    return out
+
+
+def _cpu_split(before: dict[int, tuple[str, float, float]]) -> dict[str, dict[str, float]]:
+    """CPU seconds spent since `before`, by role, user and system apart."""
+    split: dict[str, dict[str, float]] = {}
+    for pid, (role, user, system) in _cpu_by_role().items():
+        _, u0, s0 = before.get(pid, (role, 0.0, 0.0))
+        acc = split.setdefault(role, {"user": 0.0, "system": 0.0})
+        acc["user"] = round(acc["user"] + user - u0, 2)
+        acc["system"] = round(acc["system"] + system - s0, 2)
+    return split
+
+
 def _count_requests(client: Any) -> Counter[str]:
     """Counts the admin requests a `MegaMCPClient` makes, by method and route."""
     counts: Counter[str] = Counter()
@@ -129,15 +170,19 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         for lib in composer.libs:  # registration is per MCP, not per task: outside the timing
             await composer.registrar.mcp_id(lib.bundle.path)
         requests = _count_requests(client)
-        c1, t1 = _cpu_seconds(), time.perf_counter()
+        c1, t1, by_role = _cpu_seconds(), time.perf_counter(), _cpu_by_role()
         report = await composer.run(args.n)
         t_compose, c_compose = time.perf_counter() - t1, _cpu_seconds() - c1
+        cpu_split = _cpu_split(by_role)
     tasks = sum(len(lib.tasks) for lib in libs)
     done = max(1, len(report.tasks))
     result |= {
         "code": os.environ.get("WEFT_BENCH_CODE", "this checkout"),
         "compose_cpu_seconds": round(c_compose, 2),
         "cpu_seconds_per_task": round(c_compose / done, 3),
+        # Where the CPU went: processes alive at the end of the window (a worker that exited
+        # during it is only in the total).
+        "cpu_by_process": cpu_split,
         "megamcp_requests": dict(requests),
         "requests_per_task": round(sum(requests.values()) / done, 2),
         "mcps": len(libs),
@@ -184,6 +229,14 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                 result["tasks_per_cpu_minute"],
                 result["requests_per_task"],
             ]
+        ],
+    )
+    summary_table(
+        "Composition CPU by process (seconds)",
+        ["process", "user", "system", "per task"],
+        [
+            [role, v["user"], v["system"], round((v["user"] + v["system"]) / done, 4)]
+            for role, v in sorted(cpu_split.items())
         ],
     )
     if report.stats:

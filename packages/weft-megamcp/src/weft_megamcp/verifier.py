@@ -41,6 +41,19 @@ def _paths(
     return out
 
 
+def checks_in_process(group: HostedGroup, registry: Registry) -> bool:
+    """True when the group's verifier is weft-core checks (evaluated here, reading the DBs
+    read-only), False for a registered Python verifier (its own process, handed file paths)."""
+    spec = group.verifier
+    if spec is None or not isinstance(spec, str):
+        return spec is not None
+    try:
+        kind, _ = registry.get_verifier(spec)
+    except UserError:  # unknown: run_verifier reports it
+        return False
+    return kind == "checks"
+
+
 def evaluate_checks(
     checks: list[Check],
     bindings: dict[str, Any],

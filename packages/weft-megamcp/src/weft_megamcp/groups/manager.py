@@ -36,7 +36,7 @@ from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupStatus, Ve
 from weft_megamcp.registry import MCPKind, MCPRecord
 from weft_megamcp.screening import session_cap
 from weft_megamcp.seeding import initial_workspace
-from weft_megamcp.verifier import run_verifier
+from weft_megamcp.verifier import checks_in_process, run_verifier
 
 
 class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
@@ -181,6 +181,8 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         group = self.get(group_id)
         self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
         await self._ensure_loaded(group)
+        if not diff and checks_in_process(group, self.registry):
+            return await self._verify_in_place(group, checkpoint, timeout_s)
         copies: dict[str, Path] = {}
         files: dict[str, WorkspaceState] = {}
         # A fixed folder per live group object instead of a TemporaryDirectory (which cost more
@@ -214,6 +216,25 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
                         scratch.rmdir()
                     except OSError:  # something beside the copies (a journal): all of it goes
                         shutil.rmtree(scratch, ignore_errors=True)
+
+    async def _verify_in_place(
+        self, group: HostedGroup, checkpoint: str, timeout_s: float
+    ) -> VerificationResult:
+        """A checkpoint's weft-core checks read the live DBs, read-only, while the group is held.
+
+        Why no copies: the copies exist for what may outlive the hold (a state diff keeps its
+        copy as the next diff's base; a Python verifier is handed paths and may write to them)
+        and neither is the case here. While the session locks are held no call is in flight and
+        the runtimes are released (every write committed, engines closed), so the files are
+        exactly the state at the checkpoint; they are opened `mode=ro` (not immutable: a WAL
+        left by a module still holds committed pages), each DB read in one transaction. Copying
+        every DB of the group at every node was most of a construction-time replay's file
+        system work (a folder, a copy and an unlink per session per checkpoint)."""
+        async with group.checkpoint_lock, await self._quiesce(group):
+            live = {m: s.db_path for m, s in group.sessions.items() if s.db_path.exists()}
+            return await run_verifier(
+                group, self.registry, checkpoint, live, frozen=False, timeout_s=timeout_s
+            )
 
     async def _state_diff(
         self,
