@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import resource
@@ -144,7 +145,10 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         dirs = bundle_dirs(sources)
     result: dict[str, object] = {"n": args.n, "bundles": len(dirs)}
     # `workers` only when asked: a --before child runs older weft-tasks without that argument
-    host = {"workers": args.host_workers} if args.host_workers > 1 else {}
+    host: dict[str, Any] = {"workers": args.host_workers} if args.host_workers > 1 else {}
+    # as `weft-tasks compose` runs it by default (a --before child's older code may not have it)
+    if "groups_on_tmpfs" in inspect.signature(megamcp_client).parameters:
+        host["groups_on_tmpfs"] = getattr(settings, "host_groups_tmpfs", False)
     async with megamcp_client(
         data_dir=out / ".megamcp", subprocess=args.subprocess_host, **host
     ) as client:

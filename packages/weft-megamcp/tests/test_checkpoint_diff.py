@@ -131,4 +131,4 @@ async def test_checkpoint_copies_are_removed_and_are_the_state_at_the_checkpoint
     assert (await client.checkpoint_verify(group, "after")).passed
     host.core.manager.diff_max_rows = 0
     assert (await client.checkpoint_verify(group, "after")).passed
-    assert not list(host.core.manager.data_dir.glob("megamcp-ckpt-*"))
+    assert not list(host.core.manager.groups_dir.glob(".megamcp-ckpt-*"))

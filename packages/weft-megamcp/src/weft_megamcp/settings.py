@@ -34,6 +34,16 @@ class MegaMCPSettings(BaseSettings):
         default=Path(".megamcp"),
         description="Root of sessions, module cache and the default stores.",
     )
+    groups_dir: Path | None = Field(
+        default=None,
+        description=(
+            "Where live session groups keep their files (DBs, workspaces, ledgers); default "
+            "data_dir/groups. A tmpfs (e.g. a folder in /dev/shm) spares the disk's journal the "
+            "folders, copies and deletes of every group: durability is unchanged (session DBs "
+            "already commit to the page cache only, and a machine crash is the checkpoints' "
+            "job), at the price of RAM for every live session's files."
+        ),
+    )
     registry_url: str | None = Field(
         default=None,
         description="SQLAlchemy URL of the registry (postgresql+psycopg://...); default SQLite in data_dir.",
@@ -227,7 +237,7 @@ class MegaMCPSettings(BaseSettings):
 
     def sandbox_policy(self) -> Sandbox:
         """The sandbox of this host's server processes; hides the data dir and local stores."""
-        hidden = [self.data_dir]
+        hidden = [self.data_dir, self.resolved_groups_dir]
         for url in (self.object_store_url, self.checkpoint_url):
             if url and "://" not in url:
                 hidden.append(Path(url))
@@ -239,6 +249,10 @@ class MegaMCPSettings(BaseSettings):
             ro_paths=self.sandbox_ro_paths,
             network=self.sandbox_network,
         )
+
+    @property
+    def resolved_groups_dir(self) -> Path:
+        return self.groups_dir if self.groups_dir is not None else self.data_dir / "groups"
 
     @property
     def resolved_object_store_url(self) -> str:

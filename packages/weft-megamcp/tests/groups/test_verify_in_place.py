@@ -74,7 +74,7 @@ async def test_checks_read_the_live_state_without_copies(
     assert verdicts == [True, True, False]
     assert copies == []
     assert host.core is not None
-    assert not list(host.core.settings.data_dir.glob("megamcp-ckpt-*"))
+    assert not list(host.core.manager.groups_dir.glob(".megamcp-ckpt-*"))
     # the group goes on after a verification in place: its session still writes and reads
     res = await client.call_tool(handle, m, "add_contact", {"name": "Ada", "email": "a@x.y"})
     assert not res.is_error

@@ -171,6 +171,7 @@ async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
         settings.megamcp_admin_token,
         data_dir=out / ".megamcp",
         workers=settings.host_workers,
+        groups_on_tmpfs=settings.host_groups_tmpfs,
     ) as client:
         validator = MegaMCPValidator(client, concurrency=settings.concurrency)
         bar: ProgressTracker[Any]
@@ -251,6 +252,7 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
         settings.megamcp_admin_token,
         data_dir=out / ".megamcp",
         workers=settings.host_workers,
+        groups_on_tmpfs=settings.host_groups_tmpfs,
     ) as client:
         composer = Composer(libraries, client, out, profiles=profiles, llm=llm, settings=settings)
         bar: ProgressTracker[Any]

@@ -31,6 +31,13 @@ class TasksSettings(BaseSettings):
         "workers composed 1,000 tasks at 479 tasks/min against 305 for one process). Ignored "
         "with megamcp_url.",
     )
+    host_groups_tmpfs: bool = Field(
+        default=True,
+        description="Keep the embedded MegaMCP host's live groups in a folder of /dev/shm (RAM) "
+        "when it has at least 1 GiB free, removed at exit: construction-time groups live for one "
+        "request, and on a journaling disk their folders, copies and deletes cost the host "
+        "workers about half their system CPU. Ignored with megamcp_url.",
+    )
     round_budget: int = Field(
         default=4,
         ge=1,

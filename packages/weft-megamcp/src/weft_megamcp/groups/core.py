@@ -65,9 +65,10 @@ class GroupCore:
         group_max_calls: int = 8,
         tool_threads: int = 256,
         screening: ScreeningSettings | None = None,
+        groups_dir: Path | None = None,
     ) -> None:
         self.data_dir = data_dir.resolve()
-        self.groups_dir = self.data_dir / "groups"
+        self.groups_dir = (groups_dir or self.data_dir / "groups").resolve()
         self.snapshots_dir = self.data_dir / "snapshots"
         self.groups_dir.mkdir(parents=True, exist_ok=True)
         self.snapshots_dir.mkdir(parents=True, exist_ok=True)
@@ -89,6 +90,7 @@ class GroupCore:
         )
         self.sanitizer = sanitizer or Sanitizer()
         self.sanitizer.add_secret(str(self.data_dir))
+        self.sanitizer.add_secret(str(self.groups_dir))
         self.modules = ModuleRuntime(registry)
         self.commands = CommandRuntime(registry)
         self.groups: dict[str, HostedGroup] = {}
@@ -139,6 +141,18 @@ class GroupCore:
         return self.tokens.issue(session)
 
     # ---- quiescence ---------------------------------------------------------------------------
+
+    async def _hold(self, group: HostedGroup) -> AsyncExitStack:
+        """Hold every session lock of the group (no call in flight); runtimes stay loaded.
+        Cancellation-safe like `_quiesce`."""
+        stack = AsyncExitStack()
+        try:
+            for s in group.sessions.values():
+                await stack.enter_async_context(s.lock)
+        except BaseException:
+            await stack.aclose()
+            raise
+        return stack
 
     async def _quiesce(self, group: HostedGroup) -> AsyncExitStack:
         """Hold every session lock of the group (no call in flight) and release runtimes.

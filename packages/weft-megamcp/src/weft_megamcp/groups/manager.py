@@ -189,7 +189,9 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         # than the copies): created and removed here under the group's checkpoint_lock, and
         # named by process and object, so no other verification (another worker's after a
         # hand-over, this one's after a re-adoption) can write it while this verifier reads.
-        scratch = self.data_dir / f"megamcp-ckpt-{group.group_id}-{os.getpid()}-{id(group):x}"
+        # Beside the groups (not in data_dir): a state diff moves its copy into the session's
+        # folder, a rename that needs one file system when groups_dir is a tmpfs.
+        scratch = self.groups_dir / f".megamcp-ckpt-{group.group_id}-{os.getpid()}-{id(group):x}"
         async with group.checkpoint_lock:
             try:
                 async with await self._quiesce(group):
@@ -224,13 +226,16 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
 
         Why no copies: the copies exist for what may outlive the hold (a state diff keeps its
         copy as the next diff's base; a Python verifier is handed paths and may write to them)
-        and neither is the case here. While the session locks are held no call is in flight and
-        the runtimes are released (every write committed, engines closed), so the files are
-        exactly the state at the checkpoint; they are opened `mode=ro` (not immutable: a WAL
-        left by a module still holds committed pages), each DB read in one transaction. Copying
+        and neither is the case here. While the session locks are held no call is in flight,
+        so the files are exactly the state at the checkpoint; they are opened `mode=ro` (not
+        immutable: a WAL still holds committed pages), each DB read in one transaction. Copying
         every DB of the group at every node was most of a construction-time replay's file
-        system work (a folder, a copy and an unlink per session per checkpoint)."""
-        async with group.checkpoint_lock, await self._quiesce(group):
+        system work (a folder, a copy and an unlink per session per checkpoint).
+
+        The runtimes are not released (the next call would reopen every session's engine): a
+        call's writes are committed when it returns, which is what the write-behind checkpoints
+        already rely on when they copy a live DB under a read lock."""
+        async with group.checkpoint_lock, await self._hold(group):
             live = {m: s.db_path for m, s in group.sessions.items() if s.db_path.exists()}
             return await run_verifier(
                 group, self.registry, checkpoint, live, frozen=False, timeout_s=timeout_s

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -40,10 +43,12 @@ async def megamcp_client(
     data_dir: Path | None = None,
     subprocess: bool = False,
     workers: int = 0,
+    groups_on_tmpfs: bool = False,
 ) -> AsyncIterator[Any]:
     """A `MegaMCPClient`: to the host at `url`, or to an embedded host started (and stopped) here
     whose registry and object store live in `data_dir` (so the snapshots it stores outlive it);
-    `workers` > 1 starts it as a prefork host in its own process."""
+    `workers` > 1 starts it as a prefork host in its own process. `groups_on_tmpfs` keeps the
+    embedded host's live groups in a RAM folder (see `tmpfs_folder`) when the machine has one."""
     try:
         from weft_megamcp.client import MegaMCPClient
         from weft_megamcp.host import MegaMCPHost
@@ -60,13 +65,45 @@ async def megamcp_client(
     settings = MegaMCPSettings(workers=workers)
     if data_dir is not None:
         settings = settings.model_copy(update={"data_dir": data_dir})
-    # a host in its own process serves calls while this process samples and grounds
-    async with MegaMCPHost.running(settings, subprocess=subprocess or workers > 1) as host:
-        client = MegaMCPClient(host.url, host.admin_token)
-        try:
-            yield client
-        finally:
-            await _aclose(client)
+    with tmpfs_folder() if groups_on_tmpfs else contextlib.nullcontext() as groups:
+        if groups is not None:
+            settings = settings.model_copy(update={"groups_dir": groups})
+        # a host in its own process serves calls while this process samples and grounds
+        async with MegaMCPHost.running(settings, subprocess=subprocess or workers > 1) as host:
+            client = MegaMCPClient(host.url, host.admin_token)
+            try:
+                yield client
+            finally:
+                await _aclose(client)
+
+
+TMPFS = Path("/dev/shm")
+TMPFS_MIN_FREE = 1 << 30
+
+
+@contextlib.contextmanager
+def tmpfs_folder(root: Path = TMPFS, min_free: int = TMPFS_MIN_FREE) -> Iterator[Path | None]:
+    """A fresh folder in the RAM file system `root` (removed at exit), or None when there is
+    none, it is not writable or has less than `min_free` bytes free (a container's 64 MiB
+    /dev/shm would fill).
+
+    Why: construction-time groups (certification, replays) are created, used and deleted within
+    one request; on a journaling disk their folders, DB copies and deletes were about half of
+    the host workers' system CPU. Nothing durable is lost: those groups are never resumed."""
+    try:
+        usage = shutil.disk_usage(root)
+        folder = (
+            Path(tempfile.mkdtemp(prefix="weft-tasks-groups-", dir=root))
+            if usage.free >= min_free and os.access(root, os.W_OK)
+            else None
+        )
+    except OSError:
+        folder = None
+    try:
+        yield folder
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _aclose(client: object) -> None:
