@@ -67,7 +67,7 @@ class HostCore:
             group_max_calls=settings.group_max_calls,
             tool_threads=settings.tool_threads,
             screening=settings.screening(),
-            groups_dir=settings.groups_dir,
+            groups_dir=settings.resolved_groups_dir,
         )
         self.started_at = time.time()
         self._tasks: list[asyncio.Task[Any]] = []

@@ -41,17 +41,22 @@ def _paths(
     return out
 
 
-def checks_in_process(group: HostedGroup, registry: Registry) -> bool:
-    """True when the group's verifier is weft-core checks (evaluated here, reading the DBs
-    read-only), False for a registered Python verifier (its own process, handed file paths)."""
+def resolve_verifier(group: HostedGroup, registry: Registry) -> Verifier | bytes:
+    """The group's verifier: weft-core checks, or a registered Python verifier's source. Raises
+    CheckError (malformed) or a UserError (unknown); run_verifier reports those as a failed
+    verification."""
     spec = group.verifier
-    if spec is None or not isinstance(spec, str):
-        return spec is not None
+    if spec is None:
+        raise MegaMCPUserError(f"group {group.group_id} carries no verifier")
+    if not isinstance(spec, str):
+        return spec
+    kind, content = registry.get_verifier(spec)
+    if kind != "checks":
+        return content
     try:
-        kind, _ = registry.get_verifier(spec)
-    except UserError:  # unknown: run_verifier reports it
-        return False
-    return kind == "checks"
+        return Verifier.model_validate_json(content)
+    except ValidationError as exc:
+        raise CheckError(f"registered verifier {spec!r} is malformed: {exc}") from exc
 
 
 def evaluate_checks(
@@ -86,24 +91,17 @@ async def run_verifier(
     *,
     frozen: bool,
     timeout_s: float,
+    resolved: Verifier | bytes | None = None,
 ) -> VerificationResult:
-    spec = group.verifier
-    if spec is None:
+    """Judge `checkpoint` on `final_dbs`; `resolved`: the group's verifier when the caller has
+    already looked it up (see `resolve_verifier`)."""
+    if group.verifier is None:
         raise MegaMCPUserError(f"group {group.group_id} carries no verifier")
     paths = _paths(group, registry, final_dbs)
     try:
-        if isinstance(spec, str):
-            kind, content = registry.get_verifier(spec)
-            if kind != "checks":
-                return await _run_python(
-                    content, checkpoint, group.bindings, paths, frozen, timeout_s
-                )
-            try:
-                spec = Verifier.model_validate_json(content)
-            except ValidationError as exc:
-                raise CheckError(
-                    f"registered verifier {group.verifier!r} is malformed: {exc}"
-                ) from exc
+        spec = resolved if resolved is not None else resolve_verifier(group, registry)
+        if isinstance(spec, bytes):
+            return await _run_python(spec, checkpoint, group.bindings, paths, frozen, timeout_s)
         checks = spec.checks_at(checkpoint)
         if not checks:  # nothing to hold is no evidence of success
             raise CheckError(f"the verifier has no checks for checkpoint {checkpoint!r}")

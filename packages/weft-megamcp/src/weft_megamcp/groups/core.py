@@ -161,10 +161,8 @@ class GroupCore:
         midway here (a lock held, a runtime release awaited); the locks taken so far must be
         given back, else the shutdown's own quiesce waits for them forever.
         """
-        stack = AsyncExitStack()
+        stack = await self._hold(group)
         try:
-            for s in group.sessions.values():
-                await stack.enter_async_context(s.lock)
             for s in group.sessions.values():
                 await self.runtime(s).release(s)
         except BaseException:

@@ -12,6 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
+from weft_core.exceptions import CheckError, UserError
 from weft_core.models import FINAL_CHECKPOINT, Verifier
 from weft_core.state import (
     INITIAL,
@@ -36,7 +37,7 @@ from weft_megamcp.models import CreateGroupRequest, GroupHandle, GroupStatus, Ve
 from weft_megamcp.registry import MCPKind, MCPRecord
 from weft_megamcp.screening import session_cap
 from weft_megamcp.seeding import initial_workspace
-from weft_megamcp.verifier import checks_in_process, run_verifier
+from weft_megamcp.verifier import resolve_verifier, run_verifier
 
 
 class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
@@ -181,8 +182,13 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         group = self.get(group_id)
         self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
         await self._ensure_loaded(group)
-        if not diff and checks_in_process(group, self.registry):
-            return await self._verify_in_place(group, checkpoint, timeout_s)
+        if not diff:
+            try:
+                spec: Verifier | bytes | None = resolve_verifier(group, self.registry)
+            except (CheckError, UserError):  # run_verifier below reports it
+                spec = None
+            if isinstance(spec, Verifier):
+                return await self._verify_in_place(group, checkpoint, spec, timeout_s)
         copies: dict[str, Path] = {}
         files: dict[str, WorkspaceState] = {}
         # A fixed folder per live group object instead of a TemporaryDirectory (which cost more
@@ -220,7 +226,7 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
                         shutil.rmtree(scratch, ignore_errors=True)
 
     async def _verify_in_place(
-        self, group: HostedGroup, checkpoint: str, timeout_s: float
+        self, group: HostedGroup, checkpoint: str, spec: Verifier, timeout_s: float
     ) -> VerificationResult:
         """A checkpoint's weft-core checks read the live DBs, read-only, while the group is held.
 
@@ -238,7 +244,13 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         async with group.checkpoint_lock, await self._hold(group):
             live = {m: s.db_path for m, s in group.sessions.items() if s.db_path.exists()}
             return await run_verifier(
-                group, self.registry, checkpoint, live, frozen=False, timeout_s=timeout_s
+                group,
+                self.registry,
+                checkpoint,
+                live,
+                frozen=False,
+                timeout_s=timeout_s,
+                resolved=spec,
             )
 
     async def _state_diff(
