@@ -59,6 +59,8 @@ async def test_an_exact_version_is_read_once(registry: Registry, bundle_dir: Pat
     assert sql.n == 0
     assert registry.get(rec.mcp_id) == rec  # the latest: one query for its number, no row
     assert sql.n == 1
+    assert registry.get(rec.mcp_id) == rec  # nothing committed since: no query at all
+    assert sql.n == 1
 
 
 async def test_a_record_a_caller_holds_cannot_be_changed(registry: Registry, bundle_dir: Path):
@@ -79,6 +81,7 @@ async def test_another_process_registering_is_seen(tmp_path: Path, bundle_dir: P
         v1 = await a.register(bundle_dir)
         b.require_registered(v1.mcp_id)
         assert b.get(v1.mcp_id, 1) == v1
+        assert b.get(v1.mcp_id).version == 1  # b now remembers 1 as the latest
         (bundle_dir / "README.md").write_text("changed content, next version\n")
         v2 = await a.register(bundle_dir)
         assert v2.version == 2 and b.get(v1.mcp_id).version == 2

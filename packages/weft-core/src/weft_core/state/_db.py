@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -108,13 +109,17 @@ def row_key(values: list[Any]) -> str:
 
 
 def _connect(path: Path, *, immutable: bool) -> sqlite3.Connection:
-    if not path.exists():
-        raise StateError(f"{path}: no such SQLite file")
-    if not path.is_file():
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise StateError(f"{path}: no such SQLite file") from None
+    if not stat.S_ISREG(mode):
         raise StateError(f"{path}: not a file")
     # A file: URI so the DB is opened read-only (or immutable, for frozen snapshots): capture can
-    # never create, lock for writing, or modify the file it reads.
-    uri = path.resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
+    # never create, lock for writing, or modify the file it reads. abspath, not resolve(): a
+    # URI needs an absolute path, not one without symlinks (resolve() stats every component,
+    # in Python, on every capture).
+    uri = Path(os.path.abspath(path)).as_uri() + ("?immutable=1" if immutable else "?mode=ro")
     try:
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

@@ -27,6 +27,7 @@ from weft_megamcp.exceptions import (
     RegistrationError,
 )
 from weft_megamcp.objectstore import ObjectStore, file_sha256
+from weft_megamcp.registry._data_version import DataVersion
 from weft_megamcp.registry._records import (
     METADATA,
     MCPKind,
@@ -111,7 +112,8 @@ class Registry:
     (`require_registered`) and the records of snapshots stored through this instance
     (`put_snapshot`). Cached records are shared objects: frozen, and read-only by contract.
     Anything that may have changed in another process sharing the DB (the latest version, an
-    id not seen yet) is still asked of the DB.
+    id not seen yet) is still asked of the DB; on SQLite the latest version only after a
+    commit changed the file (`DataVersion`).
     """
 
     def __init__(
@@ -140,6 +142,9 @@ class Registry:
         self._records: OrderedDict[tuple[str, int], MCPRecord] = OrderedDict()
         self._known_ids: set[str] = set()
         self._snapshots: OrderedDict[str, SnapshotRecord] = OrderedDict()
+        # mcp_id -> (latest version, the DB's data version it was read under)
+        self._data_version = DataVersion(url)
+        self._latest: dict[str, tuple[int, int]] = {}
 
     def _remember(self, record: MCPRecord) -> MCPRecord:
         with self._cache_lock:
@@ -151,6 +156,7 @@ class Registry:
         return record
 
     def close(self) -> None:
+        self._data_version.close()
         self.engine.dispose()
 
     # ---- MCPs -------------------------------------------------------------------------------
@@ -351,6 +357,23 @@ class Registry:
             ).one()
             return int(current or 0) + 1
 
+    def _latest_version(self, mcp_id: str) -> int:
+        """The latest registered version: asked of the DB unless nothing was committed to it
+        since the last answer (another process may have registered one)."""
+        stamp = self._data_version()
+        if stamp is not None:
+            with self._cache_lock:
+                seen = self._latest.get(mcp_id)
+            if seen is not None and seen[1] == stamp:
+                return seen[0]
+        latest = self._next_version(mcp_id) - 1  # read after the stamp: never newer than it
+        if latest < 1:
+            raise NotFoundError(f"MCP {mcp_id!r} is not registered")
+        if stamp is not None:
+            with self._cache_lock:
+                self._latest[mcp_id] = (latest, stamp)
+        return latest
+
     def get(self, mcp_id: str, version: int | None = None) -> MCPRecord:
         """A version of an MCP (the latest without `version`). The returned record may be shared
         with other callers: do not mutate it (it is frozen; its containers are read-only)."""
@@ -358,13 +381,9 @@ class Registry:
             # Outside what the DB column holds: no such version (not an overflow in the driver).
             raise NotFoundError(f"MCP {mcp_id!r} version {str(version)[:20]} is not registered")
         if version is None:
-            # Which version is the latest is asked of the DB every time (another process may
-            # have registered one); the record itself then usually comes from the cache, which
-            # saves fetching the row and building its record (tool specs) on every group.
-            latest = self._next_version(mcp_id) - 1
-            if latest < 1:
-                raise NotFoundError(f"MCP {mcp_id!r} is not registered")
-            version = latest
+            # The record itself then usually comes from the cache, which saves fetching the
+            # row and building its record (tool specs) on every group.
+            version = self._latest_version(mcp_id)
         with self._cache_lock:
             cached = self._records.get((mcp_id, version))
             if cached is not None:
