@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,12 @@ scripted = helpers.scripted
 
 
 @pytest.fixture(scope="session")
-def library_root(bundle_dirs: dict[str, Path]) -> Path:
+def library_root(bundle_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     from weft_tasks.atomic.bundle import load_bundle
     from weft_tasks.atomic.library import save_library
     from weft_tasks.atomic.synthesis import certify
 
-    root = Path(tempfile.mkdtemp(prefix="weft-tasks-lib-"))
+    root = tmp_path_factory.mktemp("weft-tasks-lib")  # pytest removes old ones (mkdtemp leaked)
 
     async def build() -> None:
         validator = helpers.InProcessValidator()
