@@ -182,9 +182,10 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
         group = self.get(group_id)
         self._require(group, GroupStatus.ACTIVE, GroupStatus.PAUSED, GroupStatus.FROZEN)
         await self._ensure_loaded(group)
+        spec: Verifier | bytes | None = None  # looked up once, for either path below
         if not diff:
             try:
-                spec: Verifier | bytes | None = resolve_verifier(group, self.registry)
+                spec = resolve_verifier(group, self.registry)
             except (CheckError, UserError):  # run_verifier below reports it
                 spec = None
             if isinstance(spec, Verifier):
@@ -209,7 +210,13 @@ class GroupManager(ToolCalls, GroupLifecycle, GroupSnapshots):
                         if diff:
                             files[m] = await asyncio.to_thread(capture_files, s)
                 result = await run_verifier(
-                    group, self.registry, checkpoint, copies, frozen=True, timeout_s=timeout_s
+                    group,
+                    self.registry,
+                    checkpoint,
+                    copies,
+                    frozen=True,
+                    timeout_s=timeout_s,
+                    resolved=spec,
                 )
                 if not diff:
                     return result

@@ -366,7 +366,9 @@ class Registry:
                 seen = self._latest.get(mcp_id)
             if seen is not None and seen[1] == stamp:
                 return seen[0]
-        latest = self._next_version(mcp_id) - 1  # read after the stamp: never newer than it
+        # Read after the stamp: a commit in between makes this newer than the stamp says, and
+        # changes the stamp, so the next call asks again (never an answer older than a stamp).
+        latest = self._next_version(mcp_id) - 1
         if latest < 1:
             raise NotFoundError(f"MCP {mcp_id!r} is not registered")
         if stamp is not None:
