@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -326,41 +326,7 @@ class Composer:
         quotas = largest_remainder(n, self.profiles.targets)
         produced: Counter[str] = Counter()
         for profile in self.profiles.profiles:
-            quota = quotas[profile.name]
-            attempts = 0
-            limit = max(1, quota) * self.settings.max_attempts_factor
-            while produced[profile.name] < quota:
-                # A wave: samples drawn in order, their replays run concurrently, results taken
-                # in draw order. The wave's size is fixed, never the concurrency or completion
-                # order, so the same seed composes the same corpus however many replays run.
-                wave: list[_Job] = []
-                while (
-                    produced[profile.name] + len(wave) < quota
-                    and len(wave) < self.settings.compose_wave
-                    and attempts < limit
-                ):
-                    attempts += 1
-                    job = self.sample(profile)
-                    if job is not None:
-                        self.sampler.record([nd.task for nd in job.graph.nodes])
-                        wave.append(job)
-                if not wave:
-                    self.rejections[f"quota unmet ({profile.name})"] += (
-                        quota - produced[profile.name]
-                    )
-                    break
-                results = await asyncio.gather(*(self.finish(job) for job in wave))
-                for job, g in zip(wave, results, strict=True):
-                    if g is None:
-                        self.sampler.unrecord([nd.task for nd in job.graph.nodes])
-                        continue
-                    g = self._save(g)
-                    self.accepted.append(g)
-                    produced[profile.name] += 1
-                    if self.on_task:
-                        self.on_task(g)
-                    if on_progress:
-                        on_progress()
+            await self._compose_profile(profile, quotas[profile.name], produced, on_progress)
         report = CorpusReport(
             requested=n,
             quotas=quotas,
@@ -374,6 +340,74 @@ class Composer:
         )
         atomic_write_text(self.out / "corpus.json", report.model_dump_json(indent=2))
         return report
+
+    async def _compose_profile(
+        self,
+        profile: Profile,
+        quota: int,
+        produced: Counter[str],
+        on_progress: Callable[[], None] | None,
+    ) -> None:
+        """Waves of samples until `quota` tasks of `profile` are accepted or its attempts run out.
+
+        A wave is drawn in order and its replays run concurrently; results are taken in draw
+        order. Up to two waves are in flight: the next wave is drawn (and the last one's tasks
+        saved) while the host replays the current one, so the host never idles on the client's
+        sampling. Wave j is always drawn right after wave j-2's results were taken, never at a
+        time that depends on the host, so the same seed composes the same corpus however many
+        replays run at once or how fast they finish.
+        """
+        limit = max(1, quota) * self.settings.max_attempts_factor
+        attempts = 0
+        waves: deque[tuple[list[_Job], asyncio.Future[list[TaskGraph | None]]]] = deque()
+        try:
+            while True:
+                while len(waves) < 2:
+                    in_flight = sum(len(jobs) for jobs, _ in waves)
+                    wave, attempts = await self._draw(
+                        profile, quota - produced[profile.name] - in_flight, attempts, limit
+                    )
+                    if not wave:
+                        break
+                    waves.append(
+                        (wave, asyncio.ensure_future(asyncio.gather(*map(self.finish, wave))))
+                    )
+                if not waves:
+                    break
+                jobs, replays = waves.popleft()
+                results = await replays
+                for job, g in zip(jobs, results, strict=True):
+                    if g is None:
+                        self.sampler.unrecord([nd.task for nd in job.graph.nodes])
+                        continue
+                    self.accepted.append(self._save(g))
+                    produced[profile.name] += 1
+                    if self.on_task:
+                        self.on_task(self.accepted[-1])
+                    if on_progress:
+                        on_progress()
+                    await asyncio.sleep(0)  # let the wave in flight read its responses
+        finally:
+            for _, replays in waves:
+                replays.cancel()
+            if waves:
+                await asyncio.gather(*(r for _, r in waves), return_exceptions=True)
+        if produced[profile.name] < quota:
+            self.rejections[f"quota unmet ({profile.name})"] += quota - produced[profile.name]
+
+    async def _draw(
+        self, profile: Profile, wanted: int, attempts: int, limit: int
+    ) -> tuple[list[_Job], int]:
+        """Up to one wave of accepted samples (at most `wanted`), and the attempts used so far."""
+        wave: list[_Job] = []
+        while len(wave) < min(wanted, self.settings.compose_wave) and attempts < limit:
+            attempts += 1
+            job = self.sample(profile)
+            if job is not None:
+                self.sampler.record([nd.task for nd in job.graph.nodes])
+                wave.append(job)
+            await asyncio.sleep(0)  # a sample is ~15 ms of CPU: the wave in flight goes on
+        return wave, attempts
 
 
 async def compose_tasks(
