@@ -174,6 +174,8 @@ def test_llm_rows_are_checked_and_targets_protected(graph_and_bundles: Any, scri
                         "tier": "gold",
                         "city": "Oslo",
                     },
+                    # a new key with the target's unique email: the DB could not hold both
+                    {**target, "id": 92, "name": "Twin"},
                 ]
             },
             "payroll": {"employee": [{"id": 1}]},  # not an MCP of the graph
@@ -183,6 +185,26 @@ def test_llm_rows_are_checked_and_targets_protected(graph_and_bundles: Any, scri
     g = ground(graph, bundles, llm)
     crm = g.rows()["crm"]["customer"]
     assert target in crm and not any(r.get("name") == "Impostor" for r in crm)
-    assert any(r["id"] == 91 for r in crm) and not any(r["id"] == 90 for r in crm)
+    assert any(r["id"] == 91 for r in crm) and not any(r["id"] in (90, 92) for r in crm)
     text = " | ".join(g.issues)
     assert "would replace a target entity" in text and "platinum" in text and "payroll" in text
+    assert f"row id=92 has email={target['email']!r}, unique and already held by id=" in text
+
+
+def test_two_targets_sharing_a_unique_value_fail_round_one(graph_and_bundles: Any) -> None:
+    # Two atomic tasks may name one object under two keys (a library whose tasks were seeded
+    # apart): the initial DB can hold only one of them, so every replay of the composed task
+    # would fail on the other. Grounding rejects it before any replay runs.
+    graph, bundles = graph_and_bundles
+    node = next(n for n in graph.nodes if n.task.mcp == "crm" and n.task.seed_rows.get("customer"))
+    row = node.task.seed_rows["customer"][0]
+    twin = {**row, "id": 900}
+    task = node.task.model_copy(
+        update={"seed_rows": {**node.task.seed_rows, "customer": [row, twin]}}
+    )
+    nodes = [n.model_copy(update={"task": task}) if n.id == node.id else n for n in graph.nodes]
+    g = ground(graph.model_copy(update={"nodes": nodes}), bundles)
+    assert g.failed is not None and "target entities fail the schema" in g.failed
+    assert f"row id=900 has email={row['email']!r}, unique and already held by id=" in g.failed
+    # without the twin the same graph grounds
+    assert ground(graph, bundles).failed is None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
@@ -123,6 +124,7 @@ def _accept(
         for table, rows in ok.items():
             key = _key(bundle, table)
             present = _present(current, mcp, table, key)
+            holder = _unique_holders(bundle, table, present.values(), key)
             for row in rows:
                 k = row.get(key)
                 if protect and k is not None and k in present:
@@ -131,9 +133,32 @@ def _accept(
                             f"{mcp}.{table}: row {key}={k!r} would replace a target entity"
                         )
                     continue
+                mine = _unique_holders(bundle, table, [row], key)
+                clash = next((uv for uv in mine if holder.get(uv, k) != k), None)
+                if clash is not None:
+                    # the initial DB could not hold both rows: one node's object would be
+                    # missing and every replay of the task would fail on it
+                    u, v = clash
+                    issues.append(
+                        f"{mcp}.{table}: row {key}={k!r} has {u}={v!r}, unique and already "
+                        f"held by {key}={holder[clash]!r}"
+                    )
+                    continue
                 accepted.setdefault(mcp, {}).setdefault(table, []).append(row)
                 present[k] = row
+                holder.update(mine)
     return accepted, issues
+
+
+def _unique_holders(
+    bundle: BundleView, table: str, rows: Iterable[dict[str, Any]], key: str
+) -> dict[tuple[str, Any], Any]:
+    """(unique field, value) -> key of the row holding it."""
+    try:
+        uniques = [f.name for f in bundle.entities.entity(table).fields if f.unique]
+    except KeyError:
+        return {}
+    return {(u, r[u]): r.get(key) for r in rows for u in uniques if r.get(u) is not None}
 
 
 def entities_round(state: GroundingState, *, bundles: dict[str, BundleView]) -> dict[str, Any]:
