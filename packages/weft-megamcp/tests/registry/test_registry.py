@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,6 +174,31 @@ async def test_out_of_range_versions_are_not_found(registry: Registry, bundle_di
     for version in (0, -1, 2**31, 10**30):  # PostgreSQL's integer column overflows past 2**31-1
         with pytest.raises(NotFoundError, match="not registered"):
             registry.get("notes_crm", version)
+
+
+async def test_one_content_registered_at_once_is_probed_once(
+    registry: Registry, bundle_dir: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Callers registering the same bundle at once (a composer's first wave of replays) share
+    one sandboxed probe and get one version."""
+    import asyncio
+
+    from weft_megamcp.registry import _registry
+
+    probes: list[str] = []
+    real = _registry.run_probe
+
+    async def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        probes.append(str(args[2]))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(_registry, "run_probe", counting)
+    monkeypatch.setattr(_registry, "_PROBED", {})  # this process may have probed it already
+    recs = await asyncio.gather(*(registry.register(bundle_dir) for _ in range(4)))
+    assert probes == ["notes_crm"]
+    assert {(r.mcp_id, r.version) for r in recs} == {("notes_crm", 1)}
+    assert [r.version for r in registry.versions("notes_crm")] == [1]
+    assert not registry._registering  # nothing left behind once the callers are done
 
 
 @pytest.mark.slow

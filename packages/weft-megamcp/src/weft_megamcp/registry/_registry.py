@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import tempfile
@@ -38,7 +39,7 @@ from weft_megamcp.registry._records import (
     VerifierRecord,
     VerifierRow,
 )
-from weft_megamcp.registry._sources import inspect_source
+from weft_megamcp.registry._sources import SourceInfo, inspect_source
 from weft_megamcp.sandbox import Sandbox, sandbox_for
 from weft_megamcp.stdio_transport import list_command_tools
 
@@ -145,6 +146,7 @@ class Registry:
         # mcp_id -> (latest version, the DB's data version it was read under)
         self._data_version = DataVersion(url)
         self._latest: dict[str, tuple[int, int]] = {}
+        self._registering: dict[str, asyncio.Lock] = {}
 
     def _remember(self, record: MCPRecord) -> MCPRecord:
         with self._cache_lock:
@@ -168,6 +170,19 @@ class Registry:
         source_hash = sha256_text(
             canonical_json({"kind": info.kind, "entry": info.entry, "tree": info.identity(tree)})
         )
+        # Callers registering the same content at once (a composer's first wave) wait for one
+        # probe rather than each paying its sandboxed import; the lock goes when nobody holds it.
+        lock = self._registering.setdefault(source_hash, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._register_new(info, tree, source_hash)
+        finally:
+            if not lock.locked() and self._registering.get(source_hash) is lock:
+                del self._registering[source_hash]
+
+    async def _register_new(
+        self, info: SourceInfo, tree: dict[str, str], source_hash: str
+    ) -> MCPRecord:
         existing = self._by_hash(info.mcp_id, source_hash)
         if existing is not None:
             return existing

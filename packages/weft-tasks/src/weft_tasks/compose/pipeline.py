@@ -325,6 +325,13 @@ class Composer:
         started = time.perf_counter()
         quotas = largest_remainder(n, self.profiles.targets)
         produced: Counter[str] = Counter()
+        # Every MCP is registered up front and all at once: a registration imports the module in
+        # a sandboxed probe (~2 s of CPU), and the first waves would otherwise wait on them a few
+        # at a time. A failure here comes back, counted, from the task that needs that MCP.
+        await asyncio.gather(
+            *(self.registrar.mcp_id(lib.bundle.path) for lib in self.libs),
+            return_exceptions=True,
+        )
         for profile in self.profiles.profiles:
             await self._compose_profile(profile, quotas[profile.name], produced, on_progress)
         report = CorpusReport(
