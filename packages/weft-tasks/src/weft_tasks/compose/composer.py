@@ -30,7 +30,6 @@ from weft_core.models import (
     AtomicTask,
     Check,
     EdgeKind,
-    Entity,
     EntityBinding,
     NoOtherChanges,
     TaskEdge,
@@ -39,7 +38,8 @@ from weft_core.models import (
     TaskNode,
 )
 from weft_tasks.atomic.bundle import BundleView
-from weft_tasks.atomic.execution import render, render_checks, template_names
+from weft_tasks.atomic.execution import render, render_checks
+from weft_tasks.compose.align import align_task, binding_key, entity_of, is_unique, share_renames
 from weft_tasks.compose.created import (
     Created,
     created_ids,
@@ -66,7 +66,6 @@ from weft_tasks.compose.selection import (
     with_information_edge,
 )
 from weft_tasks.compose.staleness import still_reports
-from weft_tasks.grounding.identity import link_key
 
 _CHECKS: TypeAdapter[list[Check]] = TypeAdapter(list[Check])
 _OP_RANK = {
@@ -116,23 +115,6 @@ def _op(task: AtomicTask, bundle: BundleView) -> str:
     return c.operation if c else "compute"
 
 
-def _entity(bundle: BundleView, name: str) -> Entity | None:
-    try:
-        return bundle.entities.entity(name)
-    except KeyError:
-        return None
-
-
-def _binding_key(bundle: BundleView, entity: str, field: str) -> str | None:
-    e = _entity(bundle, entity)
-    if e is None:
-        return None
-    if field == "name" or field.endswith("_name"):
-        return "name"
-    k = link_key(e, field)
-    return k.split(".")[-1] if k else None
-
-
 def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> EntityBinding | None:
     """The business object most MCPs of the pool share, valued from a real fixture row of an
     MCP where the object's key is unique; refs list that home MCP first."""
@@ -141,7 +123,7 @@ def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> En
         for f in link_fields(b):
             short = f.key.split(".")[-1]
             cur = refs_by_key.setdefault(short, {})
-            if m not in cur or _unique(b, f.entity, f.field):
+            if m not in cur or is_unique(b, f.entity, f.field):
                 cur[m] = f.entity
     keys = sorted(
         (k for k, r in refs_by_key.items() if len(r) >= 2), key=lambda k: (-len(refs_by_key[k]), k)
@@ -166,105 +148,21 @@ def choose_binding(pool: list[AtomicTask], bundles: dict[str, BundleView]) -> En
             table = refs.get(task.mcp)
             if home is None or table is None or not task.seed_rows.get(table):
                 continue
-            e = _entity(home, table)
+            e = entity_of(home, table)
             if e is None:
                 continue
             row = task.seed_rows[table][0]
             value: dict[str, Any] = {}
             for ef in e.fields:
-                k = _binding_key(home, table, ef.name)
+                k = binding_key(home, table, ef.name)
                 if k and row.get(ef.name) is not None and (k == "name" or k in refs_by_key):
                     value.setdefault(k, row[ef.name])
-            anchor = [ef for ef in e.fields if _binding_key(home, table, ef.name) == key]
-            if key not in value or not anchor or not _unique(home, table, anchor[0].name):
+            anchor = [ef for ef in e.fields if binding_key(home, table, ef.name) == key]
+            if key not in value or not anchor or not is_unique(home, table, anchor[0].name):
                 continue
             ordered = {task.mcp: table} | {m: t for m, t in sorted(refs.items()) if m != task.mcp}
             return EntityBinding(name=table, entity=table, value=value, refs=ordered)
     return None
-
-
-def _unique(bundle: BundleView, entity: str, field: str) -> bool:
-    e = _entity(bundle, entity)
-    if e is None:
-        return False
-    try:
-        f = e.field(field)
-    except KeyError:
-        return False
-    return f.unique or f.primary_key or field == e.key
-
-
-def _deep_replace(value: Any, renames: dict[str, str]) -> Any:
-    if isinstance(value, str):
-        return renames.get(value, value)
-    if isinstance(value, dict):
-        return {k: _deep_replace(v, renames) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_deep_replace(v, renames) for v in value]
-    return value
-
-
-def align_task(
-    task: AtomicTask, bundle: BundleView, binding: EntityBinding | None, anchors: dict[str, Any]
-) -> tuple[AtomicTask, dict[str, str]]:
-    """The task re-grounded on the bound object: inputs that look the object up (or name it in a
-    non-unique field of a new record) take the binding's values, and the fixture row they find
-    is renamed to match, so checks keep their meaning. Returns the task and the inputs aligned
-    (input -> 'binding.key'). `anchors` pins one fixture row per (MCP, table)."""
-    if binding is None or task.mcp not in binding.refs:
-        return task, {}
-    table = binding.refs[task.mcp]
-    ent = _entity(bundle, table)
-    if ent is None:
-        return task, {}
-    rows = task.seed_rows.get(table, [])
-    row_key = rows[0].get(ent.key) if rows else None
-    anchor = anchors.get(f"{task.mcp}.{table}")
-    if rows and anchor is not None and row_key != anchor:
-        return task, {}  # about another object of that table: stays independent
-    renames: dict[str, str] = {}
-    aligned: dict[str, str] = {}
-    # values an update sets are new values by definition, never the bound object's own
-    changed = {
-        n
-        for call in task.reference_calls
-        if (c := bundle.contract(call.tool)) is not None and c.operation in ("update", "action")
-        for n in template_names(call.arguments)
-    }
-    for name, (entity, field, role) in input_fields(task, bundle).items():
-        if entity != table:
-            continue
-        key = _binding_key(bundle, entity, field)
-        if key is None or key not in binding.value:
-            continue
-        unique = _unique(bundle, entity, field)
-        if role == "reference" and name in changed:
-            continue  # re-pointing a reference: the new target is not the bound object
-        if role == "value" and (unique or key == "name" or name in changed):
-            continue  # a second object with the bound unique key would collide; names are not identity
-        old = next((i.value for i in task.inputs if i.name == name), None)
-        new = binding.value[key]
-        if isinstance(old, str) and isinstance(new, str) and old != new:
-            renames[old] = new
-        aligned[name] = f"{binding.name}.{key}"
-    if not aligned:
-        return task, {}
-    if rows:
-        row = rows[0]
-        anchors.setdefault(f"{task.mcp}.{table}", row_key)
-        for f in ent.fields:
-            key = _binding_key(bundle, table, f.name)
-            old = row.get(f.name)
-            new = binding.value.get(key or "")
-            if isinstance(old, str) and isinstance(new, str) and old != new:
-                renames[old] = new
-    data = task.model_dump(
-        mode="json", by_alias=True, exclude={"content_hash", "evidence", "e2e_test"}
-    )
-    for k in ("inputs", "checks", "seed_rows", "intent"):
-        data[k] = _deep_replace(data[k], renames)
-    new_task = AtomicTask.model_validate(data)
-    return new_task.model_copy(update={"evidence": task.evidence}), aligned
 
 
 def node_checks(
@@ -313,7 +211,7 @@ def assemble(
         for t in chosen:
             table = binding.refs.get(t.mcp)
             rows = t.seed_rows.get(table or "", [])
-            ent = _entity(bundles[t.mcp], table or "")
+            ent = entity_of(bundles[t.mcp], table or "")
             if rows and ent is not None and t.mcp == _home(binding, chosen, bundles):
                 anchors.setdefault(f"{t.mcp}.{table}", rows[0].get(ent.key))
     nodes: list[TaskNode] = []
@@ -328,10 +226,16 @@ def assemble(
     used_flows: set[tuple[int, str]] = set()
     id_reports: list[tuple[str, list[tuple[str, Found]]]] = []  # per node: keys it reports
     creations: list[tuple[str, list[Created]]] = []  # per node: ids its creates return
+    aligned_tasks = share_renames(
+        chosen,
+        [align_task(raw, bundles[raw.mcp], binding, anchors) for raw in chosen],
+        bundles,
+        binding,
+    )
     for idx, raw in enumerate(chosen):
         node_id = f"n{idx + 1}"
         bundle = bundles[raw.mcp]
-        task, aligned = align_task(raw, bundle, binding, anchors)
+        task, aligned = aligned_tasks[idx]
         fed: dict[str, Found] = {}
         if sources is None:
             task, fed = link_references(task, bundle, id_reports, set(aligned))
@@ -425,7 +329,7 @@ def assemble(
         }
         if binding is not None and binding.refs.get(task.mcp):
             for out_name, (entity, field) in output_fields(task, bundle).items():
-                bkey = _binding_key(bundle, entity, field)
+                bkey = binding_key(bundle, entity, field)
                 if out_name in created:
                     continue
                 if entity == binding.refs[task.mcp] and bkey and bkey in binding.value and aligned:
@@ -559,7 +463,7 @@ def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView
         table = binding.refs[t.mcp]
         b = bundles[t.mcp]
         hit = any(
-            e == table and _binding_key(b, e, f) in binding.value
+            e == table and binding_key(b, e, f) in binding.value
             for e, f, _ in input_fields(t, b).values()
         )
         return 2 if hit else (1 if table in t.entities else 0)
@@ -579,7 +483,7 @@ def programmatic_proposal(state: CompositionState, bundles: dict[str, BundleView
         return sum(
             1
             for e, f in output_fields(t, b).values()
-            if e == binding.refs[t.mcp] and _binding_key(b, e, f) in binding.value
+            if e == binding.refs[t.mcp] and binding_key(b, e, f) in binding.value
         )
 
     def chains(t: AtomicTask) -> int:
