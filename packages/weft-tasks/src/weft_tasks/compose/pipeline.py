@@ -4,8 +4,8 @@ Every rejection is counted with its reason and the sample is redrawn within its 
 rejected task is ever written. Accepted task graphs are written to `OUT/tasks/<id>.json` with
 their initial snapshots stored in MegaMCP (and a copy under `OUT/snapshots/<sha256>.sqlite`).
 Sampling, composition and grounding run in order (usage must be updated before the next
-draw); the MegaMCP replays of a wave of samples run concurrently, and their results are taken
-in draw order, so a seed gives the same corpus at any concurrency.
+draw); the MegaMCP replays of a wave of samples run concurrently while the next wave is drawn,
+and their results are taken in draw order, so a seed gives the same corpus at any concurrency.
 """
 
 from __future__ import annotations
