@@ -54,6 +54,7 @@ class HostCore:
             self.data_dir / "modules",
             sandbox=sandbox,
             register_timeout_s=settings.register_timeout_s,
+            fork_probes=settings.register_fork_probes,
         )
         sanitizer = Sanitizer([self.admin_token, str(self.data_dir), self.store.root])
         self.manager = GroupManager(
@@ -230,7 +231,7 @@ class HostCore:
             except Exception:
                 log.exception("final checkpoint of group %s failed", g.group_id)
         await self.manager.close_all()
-        self.registry.close()
+        await self.registry.aclose()
 
 
 class HostASGI:

@@ -152,6 +152,7 @@ async def _register_async(args: argparse.Namespace) -> int:
             data / "modules",
             sandbox=settings.sandbox_policy(),
             register_timeout_s=settings.register_timeout_s,
+            fork_probes=settings.register_fork_probes,
         )
         try:
             if members:
@@ -163,7 +164,7 @@ async def _register_async(args: argparse.Namespace) -> int:
             else:
                 rec = await registry.register(args.path, name=args.name)
         finally:
-            registry.close()
+            await registry.aclose()
     if args.json:
         print(rec.model_dump_json(indent=2))
     else:

@@ -192,7 +192,16 @@ async def test_one_content_registered_at_once_is_probed_once(
         probes.append(str(args[2]))
         return await real(*args, **kwargs)
 
+    # Every probe, forked from the zygote or run alone, passes one of these two.
     monkeypatch.setattr(_registry, "run_probe", counting)
+    assert registry.probes is not None
+    forked = registry.probes.probe
+
+    async def counting_forked(*args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        probes.append(str(args[2]))
+        return await forked(*args, **kwargs)
+
+    monkeypatch.setattr(registry.probes, "probe", counting_forked)
     monkeypatch.setattr(_registry, "_PROBED", {})  # this process may have probed it already
     recs = await asyncio.gather(*(registry.register(bundle_dir) for _ in range(4)))
     assert probes == ["notes_crm"]

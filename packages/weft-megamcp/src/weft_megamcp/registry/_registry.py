@@ -20,6 +20,7 @@ from sqlmodel import Session, col, create_engine, select
 from weft_core._hashing import canonical_json, sha256_text
 from weft_core.models import Verifier, slugify
 from weft_megamcp._probe import run_probe, tool_specs
+from weft_megamcp._probe_zygote import ProbeZygote
 from weft_megamcp.checkpoints._errors import WorkspaceArchiveError
 from weft_megamcp.checkpoints.store import check_workspace_tarball, tar_workspace
 from weft_megamcp.exceptions import (
@@ -125,6 +126,7 @@ class Registry:
         *,
         sandbox: Sandbox | None = None,
         register_timeout_s: float = 60.0,
+        fork_probes: bool = True,
     ) -> None:
         self.url = url
         self.store = store
@@ -136,6 +138,9 @@ class Registry:
             hidden=[modules_dir.parent, *([Path(store.root)] if store.is_local else [])],
         )
         self.register_timeout_s = register_timeout_s
+        # Probes fork from one pre-imported sandboxed process; any outcome but a clean result
+        # or a timeout is re-run as a dedicated probe (see _probe_zygote).
+        self.probes: ProbeZygote | None = ProbeZygote(self.sandbox) if fork_probes else None
         self.engine = make_engine(url)
         METADATA.create_all(self.engine)
         # Creation runs on worker threads (asyncio.to_thread): the caches take a lock.
@@ -157,7 +162,15 @@ class Registry:
                 self._records.popitem(last=False)
         return record
 
+    async def aclose(self) -> None:
+        """`close()`, after the probe zygote (if one runs) has exited."""
+        if self.probes is not None:
+            await self.probes.aclose()
+        self.close()
+
     def close(self) -> None:
+        if self.probes is not None:
+            self.probes.close()
         self._data_version.close()
         self.engine.dispose()
 
@@ -195,6 +208,15 @@ class Registry:
         # Screening and the import that lists tools run in a throwaway sandboxed process; the
         # verdict is a function of the content, so identical content is probed once per process.
         probe = _PROBED.get(source_hash)
+        if probe is None and self.probes is not None:
+            probe = await self.probes.probe(
+                folder,
+                info.entry,
+                info.mcp_id,
+                version,
+                source_hash[:10],
+                timeout_s=self.register_timeout_s,
+            )
         if probe is None:
             probe = await run_probe(
                 folder,
@@ -205,7 +227,7 @@ class Registry:
                 sandbox=self.sandbox,
                 timeout_s=self.register_timeout_s,
             )
-            _PROBED[source_hash] = probe
+        _PROBED[source_hash] = probe
         info.metadata["screen"] = probe["screen"]
         tools = probe["tools"]
         row = MCPVersionRow(
