@@ -199,3 +199,39 @@ def test_killed_uploads_leave_nothing_after_a_sweep(store: CheckpointStore, tmp_
     assert store.sweep_temporaries(3600) == 2
     assert not any(p.exists() for p in old) and young.exists()
     assert store.latest("s1") == ref
+
+
+def test_local_names_are_durable_before_the_manifest_and_before_publishing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fsync of a file does not cover the name pointing at it: the folder holding the objects
+    is synced before the manifest naming them goes in, and again before put() returns (the
+    checkpoint then counts as published); a new folder's name is synced in its parent."""
+    import os
+
+    from weft_megamcp.checkpoints import store as store_mod
+
+    events: list[tuple[str, str]] = []
+    real_fsync_dir, real_replace = store_mod._fsync_dir, os.replace
+
+    def fsync_dir(path: str | Path) -> None:
+        events.append(("fsync", str(path)))
+        real_fsync_dir(path)
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        events.append(("rename", Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(store_mod, "_fsync_dir", fsync_dir)
+    monkeypatch.setattr(store_mod.os, "replace", replace)
+    local = CheckpointStore(tmp_path / "objects")
+    db = make_db(tmp_path / "live.sqlite", rows=2)
+    lease = local.acquire("s1", "worker-a")  # creates the generation's folder
+    ref = local.put(lease, db, workspace=None, state_version=1)
+    gdir = str(Path(ref.db_key or "").parent)
+    # The last manifest is put()'s (acquire seals the generation with one of its own).
+    manifest = max(i for i, e in enumerate(events) if e == ("rename", "MANIFEST.json"))
+    assert events[manifest - 1] == ("fsync", gdir), events
+    assert events[-1] == ("fsync", gdir), events
+    # The generation folder was new (the lease made it): its name was synced in its parent.
+    assert ("fsync", str(Path(gdir).parent)) in events[:manifest], events

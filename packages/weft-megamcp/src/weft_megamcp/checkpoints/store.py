@@ -136,6 +136,21 @@ def _fsync_file(path: Path) -> None:
         os.close(fd)
 
 
+def _fsync_dir(path: str | Path) -> None:
+    """Make the folder's entries (a rename into it, a new child folder) survive a machine crash:
+    fsync of a file does not cover the name that points at it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # a platform without directory fds: nothing more to do
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
 def tar_workspace(root: Path) -> bytes:
     """A deterministic gzip tarball of `root` (sorted names, zeroed mtimes) so equal trees hash
     equal; symlinks are skipped so a checkpoint never captures anything outside the root. The
@@ -236,7 +251,17 @@ class CheckpointStore:
 
     def _makedirs(self, path: str) -> None:
         if self._local:
+            if os.path.isdir(path):
+                return
+            # Each new folder's name is made durable in its parent, top down.
+            missing = []
+            p = Path(path)
+            while not p.exists() and p != p.parent:
+                missing.append(p)
+                p = p.parent
             os.makedirs(path, exist_ok=True)
+            for made in reversed(missing):
+                _fsync_dir(made.parent)
         else:
             self.fs.makedirs(path, exist_ok=True)
 
@@ -514,9 +539,15 @@ class CheckpointStore:
             ref.workspace_sha256 = digest
             if not self._exists(ref.workspace_key):
                 self._write_atomic(ref.workspace_key, blob)
-        # The pointer goes last and only if we still own the session.
+        # The pointer goes last and only if we still own the session. On local disk the names
+        # of the objects are made durable before the manifest that names them, and the
+        # manifest's before the checkpoint counts as published (`wait_durable` acknowledges it).
+        if self._local:
+            _fsync_dir(gdir)
         self.check_fence(lease)
         self._write_atomic(f"{gdir}/MANIFEST.json", ref.model_dump_json().encode())
+        if self._local:
+            _fsync_dir(gdir)
         return ref
 
     def scratch_path(self, session_id: str) -> Path:

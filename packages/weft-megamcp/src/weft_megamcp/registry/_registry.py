@@ -151,7 +151,7 @@ class Registry:
         # mcp_id -> (latest version, the DB's data version it was read under)
         self._data_version = DataVersion(url)
         self._latest: dict[str, tuple[int, int]] = {}
-        self._registering: dict[str, asyncio.Lock] = {}
+        self._registering: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # lock, its users
 
     def _remember(self, record: MCPRecord) -> MCPRecord:
         with self._cache_lock:
@@ -184,13 +184,17 @@ class Registry:
             canonical_json({"kind": info.kind, "entry": info.entry, "tree": info.identity(tree)})
         )
         # Callers registering the same content at once (a composer's first wave) wait for one
-        # probe rather than each paying its sandboxed import; the lock goes when nobody holds it.
-        lock = self._registering.setdefault(source_hash, asyncio.Lock())
+        # probe rather than each paying its sandboxed import; the lock goes with its last user
+        # (not when it is merely released: a woken waiter has not taken it yet).
+        entry = self._registering.setdefault(source_hash, (asyncio.Lock(), [0]))
+        lock, users = entry
+        users[0] += 1
         try:
             async with lock:
                 return await self._register_new(info, tree, source_hash)
         finally:
-            if not lock.locked() and self._registering.get(source_hash) is lock:
+            users[0] -= 1
+            if users[0] == 0 and self._registering.get(source_hash) is entry:
                 del self._registering[source_hash]
 
     async def _register_new(

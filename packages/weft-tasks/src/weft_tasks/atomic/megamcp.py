@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -79,6 +80,32 @@ async def megamcp_client(
 
 TMPFS = Path("/dev/shm")
 TMPFS_MIN_FREE = 1 << 30
+TMPFS_PREFIX = "weft-tasks-groups-"
+ORPHAN_AFTER_S = 600.0
+
+
+def _sweep_orphans(root: Path, *, older_than_s: float = ORPHAN_AFTER_S) -> list[Path]:
+    """Remove group folders a killed composer left in RAM (`kill -9` skips its cleanup): the
+    pid in the name is gone and nothing has changed in the folder for `older_than_s` (a pid
+    from another PID namespace sharing `root` may look gone; an active run's folder changes
+    with every group it creates)."""
+    removed = []
+    now = time.time()
+    for p in root.glob(f"{TMPFS_PREFIX}*-*"):
+        pid_text = p.name[len(TMPFS_PREFIX) :].split("-", 1)[0]
+        try:
+            st = p.lstat()
+            if not pid_text.isdigit() or st.st_uid != os.getuid() or not p.is_dir():
+                continue
+            if now - st.st_mtime < older_than_s:
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+        except OSError:  # alive under another user, or vanished meanwhile
+            continue
+    return removed
 
 
 @contextlib.contextmanager
@@ -92,8 +119,9 @@ def tmpfs_folder(root: Path = TMPFS, min_free: int = TMPFS_MIN_FREE) -> Iterator
     the host workers' system CPU. Nothing durable is lost: those groups are never resumed."""
     try:
         usage = shutil.disk_usage(root)
+        _sweep_orphans(root)
         folder = (
-            Path(tempfile.mkdtemp(prefix="weft-tasks-groups-", dir=root))
+            Path(tempfile.mkdtemp(prefix=f"{TMPFS_PREFIX}{os.getpid()}-", dir=root))
             if usage.free >= min_free and os.access(root, os.W_OK)
             else None
         )
