@@ -237,10 +237,12 @@ class ProbeZygote:
     `probe()` returns the probe's {"screen", "tools"}, raises RegistrationError when the module
     ran out of time, and returns None for every other outcome: the caller then runs a dedicated
     probe (`_probe.run_probe`), whose verdict and error message are authoritative. The zygote
-    starts with the first probe and exits `idle_s` after the last one.
+    starts with the first probe and exits `idle_s` after the last one: registrations that come
+    together (a composer's, a script's loop) share it, and a serving host does not keep its
+    ~125 MB of imports.
     """
 
-    def __init__(self, sandbox: Sandbox, *, idle_s: float = 10.0) -> None:
+    def __init__(self, sandbox: Sandbox, *, idle_s: float = 2.0) -> None:
         self.sandbox = sandbox
         self.idle_s = idle_s
         self._z: _Running | None = None
