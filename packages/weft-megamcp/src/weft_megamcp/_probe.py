@@ -72,6 +72,16 @@ def _probe(folder: Path, entry: str, mcp_id: str, version: int, tag: str) -> dic
     return {"screen": screen, "tools": tool_specs(list(tools))}
 
 
+def probe_timeout(what: str, entry: str, timeout_s: float) -> Exception:
+    """The one-line RegistrationError of a probe stopped at register_timeout_s."""
+    from weft_megamcp.exceptions import RegistrationError
+
+    return RegistrationError(
+        f"{what}: importing {entry!r} and listing its tools took over {timeout_s:g} s "
+        "(register_timeout_s)"
+    )
+
+
 async def run_probe(
     folder: Path,
     entry: str,
@@ -110,10 +120,7 @@ async def run_probe(
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
-            raise RegistrationError(
-                f"{what}: importing {entry!r} and listing its tools took over {timeout_s:g} s "
-                "(register_timeout_s)"
-            ) from None
+            raise probe_timeout(what, entry, timeout_s) from None
         except BaseException:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -64,10 +64,14 @@ class _Child:
     buf: bytearray = field(default_factory=bytearray)
 
 
-def _emit(msg: dict[str, Any]) -> None:
+def _write_line(fd: int, msg: object) -> None:
     data = (json.dumps(msg) + "\n").encode()
     while data:
-        data = data[os.write(1, data) :]
+        data = data[os.write(fd, data) :]
+
+
+def _emit(msg: dict[str, Any]) -> None:
+    _write_line(1, msg)
 
 
 def _child(req: dict[str, Any], w: int) -> None:
@@ -92,18 +96,17 @@ def _child(req: dict[str, Any], w: int) -> None:
             int(req["version"]),
             str(req["tag"]),
         )
-        data = (json.dumps(result) + "\n").encode()
-        while data:
-            data = data[os.write(w, data) :]
+        _write_line(w, result)
     except BaseException:  # a result that never arrives is a lost probe: the host re-runs it
         pass
     finally:
         os._exit(0)
 
 
-def _sweep(live: set[int]) -> None:
-    """Kill every process of this PID namespace but init, the zygote and the live children."""
-    keep = {1, os.getpid(), *live}
+def _sweep() -> None:
+    """Kill every process of this PID namespace but init and the zygote (run with no probe
+    in flight, so whatever else is there was left behind by a module)."""
+    keep = {1, os.getpid()}
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) not in keep:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -187,7 +190,7 @@ def zygote_main(sweep: bool) -> int:
                 _reap(c)
                 _emit({"id": c.id, "timeout": True})
         if sweep and not children:
-            _sweep(set())
+            _sweep()
     return 0
 
 
@@ -302,7 +305,7 @@ class ProbeZygote:
         *,
         timeout_s: float,
     ) -> dict[str, Any] | None:
-        from weft_megamcp.exceptions import RegistrationError
+        from weft_megamcp._probe import probe_timeout
 
         if self._idle is not None:
             self._idle.cancel()
@@ -345,10 +348,7 @@ class ProbeZygote:
                     self._idle.cancel()
                 self._idle = asyncio.get_running_loop().call_later(self.idle_s, self._stop_idle)
         if msg.get("timeout"):
-            raise RegistrationError(
-                f"MCP {mcp_id!r} v{version}: importing {entry!r} and listing its tools took over "
-                f"{timeout_s:g} s (register_timeout_s)"
-            )
+            raise probe_timeout(f"MCP {mcp_id!r} v{version}", entry, timeout_s)
         result = msg.get("result")
         if not isinstance(result, dict) or "error" in result or "tools" not in result:
             return None
