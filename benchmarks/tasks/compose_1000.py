@@ -145,7 +145,8 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
         dirs = bundle_dirs(sources)
     result: dict[str, object] = {"n": args.n, "bundles": len(dirs)}
     # `workers` only when asked: a --before child runs older weft-tasks without that argument
-    host: dict[str, Any] = {"workers": args.host_workers} if args.host_workers > 1 else {}
+    workers = _host_workers(args.host_workers, settings)
+    host: dict[str, Any] = {"workers": workers} if workers > 1 else {}
     # as `weft-tasks compose` runs it by default (a --before child's older code may not have it)
     if "groups_on_tmpfs" in inspect.signature(megamcp_client).parameters:
         host["groups_on_tmpfs"] = getattr(settings, "host_groups_tmpfs", False)
@@ -268,6 +269,18 @@ COST_FIELDS = (
 )
 
 
+def _host_workers(asked: int | None, settings: Any) -> int:
+    """The embedded host's workers: as asked, else what `weft-tasks compose` picks by default
+    (code from before that default served from one process)."""
+    if asked is not None:
+        return asked
+    try:
+        from weft_tasks.settings import host_workers
+    except ImportError:
+        return 0
+    return host_workers(settings)
+
+
 def run_child(argv: list[str], label: str, src: Path | None) -> dict[str, Any]:
     """This benchmark in a child process; with `src`, the packages' sources there come first."""
     out = Path(tempfile.mkdtemp(prefix="weft-bench-tasks-cmp-"))
@@ -301,6 +314,9 @@ def compare(args: argparse.Namespace, argv: list[str]) -> None:
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(src)], input=arch, check=True)
         common = ["--libraries", lib, "--n", str(args.n), "--seed", str(args.seed)]
+        workers = _host_workers(args.host_workers, TasksSettings())
+        common += ["--host-workers", str(workers), "--concurrency", str(args.concurrency)]
+        common += ["--subprocess-host"] if args.subprocess_host else []
         before = run_child(common, f"at {args.before}", src)
         after = run_child(common, "this checkout", None)
     finally:
@@ -335,8 +351,9 @@ def main() -> None:
     ap.add_argument(
         "--host-workers",
         type=int,
-        default=0,
-        help="N > 1: a prefork MegaMCP host with up to N workers, in its own process",
+        default=None,
+        help="N > 1: a prefork MegaMCP host with up to N workers, in its own process; 0: in "
+        "this process (default: as `weft-tasks compose`, one worker per core up to 4)",
     )
     ap.add_argument(
         "--libraries", default=None, help="compose from these certified libraries (OUT/lib)"

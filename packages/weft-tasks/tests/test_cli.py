@@ -86,11 +86,11 @@ def test_atomic_then_compose(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
     assert asyncio.run(replay_all()) == []
 
-    # A prefork host with 2 workers composes the same corpus: it depends on the seed, never on
-    # where the replays ran.
+    # A host in this process composes the same corpus as the default one (a prefork host with a
+    # worker per core, on 2+ cores): it depends on the seed, never on where the replays ran.
     out2 = tmp_path / "tasks2"
     argv = ["compose", str(lib), "--n", "8", "-o", str(out2), "--json", "--seed", "5"]
-    assert main([*argv, "--host-workers", "2"]) == 0
+    assert main([*argv, "--host-workers", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["tasks"] == corpus["tasks"]
     for t in corpus["tasks"]:
         rel = Path("tasks") / f"{t}.json"
@@ -134,3 +134,16 @@ def test_hostile_input_gives_one_line_errors(
     assert line.startswith("weft-tasks compose: --host-workers:") and "Traceback" not in line
     assert run("atomic", str(lib), "--concurrency", "0", "-o", str(tmp_path / "t")) == 2
     assert "--concurrency:" in err()
+
+
+def test_host_workers_default_to_the_cores_of_the_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from weft_tasks.settings import TasksSettings, host_workers
+
+    for cores, want in [({0}, 0), ({0, 1}, 2), (set(range(3)), 3), (set(range(64)), 4)]:
+        monkeypatch.setattr("os.sched_getaffinity", lambda _pid, c=cores: c)
+        assert host_workers(TasksSettings()) == want
+    assert host_workers(TasksSettings(host_workers=0)) == 0  # explicit wins, 0 included
+    monkeypatch.setenv("WEFT_TASKS_HOST_WORKERS", "1")
+    assert host_workers(TasksSettings()) == 1

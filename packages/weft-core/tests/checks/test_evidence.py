@@ -101,6 +101,30 @@ def test_tables_read_names_only_what_checks_read() -> None:
     assert reads_workspace(parse_checks([{"kind": "workspace_file", "path": "a.txt"}]), "shop")
 
 
+def test_db_sides_and_ledger_read_name_only_what_checks_read() -> None:
+    from weft_core.checks import db_sides_read, parse_checks, reads_ledger
+
+    rows = parse_checks(
+        [
+            {"kind": "row_exists", "table": "t", "mcp": "crm"},
+            {"kind": "row_absent", "table": "t", "db": "initial", "mcp": "crm"},
+            {"kind": "call_made", "tool": "ship", "mcp": "shop"},
+        ]
+    )
+    assert db_sides_read(rows, "crm") == {"final", "initial"}
+    assert db_sides_read(rows[:1], "crm") == {"final"}
+    assert db_sides_read(rows, "shop") == set()  # a ledger check opens no DB
+    assert db_sides_read(rows, "hr") == set()  # nothing names hr
+    diff = parse_checks([{"kind": "diff_contains", "table": "t", "change": "insert"}])
+    assert db_sides_read(diff, "any") == {"initial", "final"}  # no MCP named: every MCP
+    assert db_sides_read(parse_checks([{"kind": "no_other_changes"}])) == {"initial", "final"}
+    assert reads_ledger(rows, "shop") and not reads_ledger(rows, "crm")
+    assert reads_ledger(parse_checks([{"kind": "return_contains", "tool": "x", "value": 1}]))
+    assert not reads_ledger(diff) and not reads_ledger(
+        parse_checks([{"kind": "workspace_file", "path": "a.txt"}])
+    )
+
+
 def test_a_limited_capture_evaluates_exactly_as_a_whole_one(shop_paths: dict[str, Path]) -> None:
     from weft_core.checks import parse_checks, tables_read
 

@@ -17,7 +17,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from weft_core.checks import evaluate, evidence_from_paths, reads_workspace, tables_read
+from weft_core.checks import (
+    Evidence,
+    db_sides_read,
+    evaluate,
+    evidence_from_paths,
+    reads_ledger,
+    reads_workspace,
+    tables_read,
+)
 from weft_core.exceptions import CheckError, UserError
 from weft_core.models import Check, CheckOutcome, Verifier
 from weft_megamcp._session import HostedGroup
@@ -66,20 +74,22 @@ def evaluate_checks(
     *,
     frozen: bool,
 ) -> list[CheckOutcome]:
-    # Only what the checks can read is captured: the tables they name and the workspace when a
-    # check reads it (whole-DB captures were most of a construction-time verification's cost).
-    evidence = {
-        m: evidence_from_paths(
-            initial_db=p["initial_db"],
-            final_db=p["final_db"],
-            ledger=p["ledger"] if p["ledger"] and Path(p["ledger"]).exists() else [],
+    # Only what the checks can read is captured: the DB sides and tables they name, the ledger
+    # and the workspace when a check reads them (whole-DB captures, then opening the DBs of
+    # MCPs no check of the checkpoint names, were most of a construction-time verification).
+    evidence: dict[str, Evidence] = {}
+    for m, p in paths.items():
+        sides = db_sides_read(checks, m)
+        ledger = p["ledger"] if reads_ledger(checks, m) else None
+        evidence[m] = evidence_from_paths(
+            initial_db=p["initial_db"] if "initial" in sides else None,
+            final_db=p["final_db"] if "final" in sides else None,
+            ledger=ledger if ledger and Path(ledger).exists() else [],
             workspace_after=p["workspace"] if reads_workspace(checks, m) else None,
             mcp=m,
             frozen=frozen,
             tables=tables_read(checks, m),
         )
-        for m, p in paths.items()
-    }
     return evaluate(checks, evidence, bindings).outcomes
 
 

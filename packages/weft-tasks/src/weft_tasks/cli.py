@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from weft_core.exceptions import UserError, WeftRuntimeError
 from weft_tasks.exceptions import TasksUserError
-from weft_tasks.settings import TasksSettings
+from weft_tasks.settings import TasksSettings, host_workers
 
 
 def _model(spec: str | None) -> Any:
@@ -51,8 +51,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--host-workers",
         type=int,
         default=None,
-        help="worker processes of the embedded MegaMCP host (N > 1: a prefork host; faster on "
-        "2+ cores)",
+        help="worker processes of the embedded MegaMCP host (N > 1: a prefork host in its own "
+        "process; 0: serve from this process; default: one per core, up to 4)",
     )
     p.add_argument(
         "--concurrency", type=int, default=None, help="MegaMCP groups run at the same time"
@@ -170,7 +170,7 @@ async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
         settings.megamcp_url,
         settings.megamcp_admin_token,
         data_dir=out / ".megamcp",
-        workers=settings.host_workers,
+        workers=host_workers(settings),
         groups_on_tmpfs=settings.host_groups_tmpfs,
     ) as client:
         validator = MegaMCPValidator(client, concurrency=settings.concurrency)
@@ -251,7 +251,7 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
         settings.megamcp_url,
         settings.megamcp_admin_token,
         data_dir=out / ".megamcp",
-        workers=settings.host_workers,
+        workers=host_workers(settings),
         groups_on_tmpfs=settings.host_groups_tmpfs,
     ) as client:
         composer = Composer(libraries, client, out, profiles=profiles, llm=llm, settings=settings)

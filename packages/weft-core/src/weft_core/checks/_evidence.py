@@ -15,8 +15,10 @@ from weft_core.models._base import WeftModel
 from weft_core.models.check import (
     CallMade,
     Check,
+    DBSide,
     DiffContains,
     FieldEquals,
+    NoOtherChanges,
     ReturnContains,
     RowAbsent,
     RowCount,
@@ -146,6 +148,10 @@ def evidence_from_paths(
 _ONE_TABLE = (RowExists, RowAbsent, FieldEquals, RowCount, DiffContains)
 # Checks that read no DB at all (the ledger or the workspace).
 _NO_TABLE = (ReturnContains, CallMade, WorkspaceFile)
+# Checks that read the one DB side they name.
+_ONE_SIDE = (RowExists, RowAbsent, FieldEquals, RowCount)
+# Checks that never read the ledger.
+_NO_LEDGER = (*_ONE_TABLE, NoOtherChanges, WorkspaceFile)
 
 
 def _about(check: Check, mcp: str | None) -> bool:
@@ -164,6 +170,26 @@ def tables_read(checks: Iterable[Check], mcp: str | None = None) -> set[str] | N
             return None
         out.add(check.table)
     return out
+
+
+def db_sides_read(checks: Iterable[Check], mcp: str | None = None) -> set[DBSide]:
+    """The DB sides of `mcp` ("initial", "final") that `checks` can read: a row check reads its
+    `db`, a diff check (or a kind not known here) both, a ledger or workspace check neither.
+    A verifier of a multi-MCP task names one or two MCPs per checkpoint; opening every other
+    MCP's DBs is what most of such a verification cost."""
+    out: set[DBSide] = set()
+    for check in checks:
+        if not _about(check, mcp) or isinstance(check, _NO_TABLE):
+            continue
+        if not isinstance(check, _ONE_SIDE):
+            return {"initial", "final"}
+        out.add(check.db)
+    return out
+
+
+def reads_ledger(checks: Iterable[Check], mcp: str | None = None) -> bool:
+    """Whether any of `checks` can read `mcp`'s ledger (a kind not known here may)."""
+    return any(not isinstance(c, _NO_LEDGER) and _about(c, mcp) for c in checks)
 
 
 def reads_workspace(checks: Iterable[Check], mcp: str | None = None) -> bool:
