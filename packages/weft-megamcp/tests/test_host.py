@@ -57,3 +57,35 @@ def test_settings_as_environ_reproduce_the_settings(monkeypatch: pytest.MonkeyPa
     for key, value in settings.as_environ().items():
         monkeypatch.setenv(key, value)
     assert load_settings(None) == settings
+
+
+@pytest.mark.integration
+async def test_while_starting_runs_during_a_subprocess_boot(tmp_path: Path) -> None:
+    import psutil
+
+    def serving() -> list[psutil.Process]:
+        return [
+            p
+            for p in psutil.Process().children(recursive=True)
+            if str(tmp_path) in " ".join(p.cmdline())
+        ]
+
+    def fail() -> None:
+        assert serving(), "the host's process is started before the hook runs"
+        raise ValueError("bad input")
+
+    settings = MegaMCPSettings(data_dir=tmp_path / "a")
+    with pytest.raises(ValueError, match="bad input"):
+        await MegaMCPHost.start(settings, subprocess=True, while_starting=fail)
+    assert not [p for p in serving() if p.status() != psutil.STATUS_ZOMBIE]
+
+    calls: list[int] = []
+    settings = MegaMCPSettings(data_dir=tmp_path / "b")
+    async with (
+        MegaMCPHost.running(
+            settings, subprocess=True, while_starting=lambda: calls.append(len(serving()))
+        ) as host,
+        httpx.AsyncClient() as http,
+    ):
+        assert (await http.get(f"{host.url}/health")).status_code == 200
+    assert calls and calls[0] >= 1 and len(calls) == 1

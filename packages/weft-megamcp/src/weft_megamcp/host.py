@@ -10,15 +10,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import uvicorn
 
-from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.exceptions import MegaMCPRuntimeError
 from weft_megamcp.settings import MegaMCPSettings
+
+if TYPE_CHECKING:
+    from weft_megamcp.app import HostCore
 
 STARTUP_TIMEOUT_S = 180.0
 
@@ -77,13 +79,27 @@ class MegaMCPHost:
 
     @classmethod
     async def start(
-        cls, settings: MegaMCPSettings | None = None, *, subprocess: bool = False
+        cls,
+        settings: MegaMCPSettings | None = None,
+        *,
+        subprocess: bool = False,
+        while_starting: Callable[[], object] | None = None,
     ) -> MegaMCPHost:
+        """`while_starting` runs in this thread once a subprocess host's process is started and
+        before its health is awaited, so a caller's own slow work (imports, loading its inputs)
+        overlaps the host's boot; an exception from it stops the host and propagates. For a
+        host in this process it runs first."""
         settings = settings or MegaMCPSettings()
         if settings.admin_token is None:
             settings = settings.model_copy(update={"admin_token": secrets.token_urlsafe(32)})
         if subprocess or settings.workers > 1:
-            return await cls._start_subprocess(settings)
+            return await cls._start_subprocess(settings, while_starting)
+        if while_starting is not None:
+            while_starting()
+        # Imported here: a caller that only starts a subprocess host (the weft-tasks CLI, while
+        # its own imports run) does not pay for the host's.
+        from weft_megamcp.app import HostASGI, HostCore
+
         core = HostCore(settings)
         sock = bind_socket(settings.host, settings.port)
         port = sock.getsockname()[1]
@@ -103,7 +119,9 @@ class MegaMCPHost:
         return host
 
     @classmethod
-    async def _start_subprocess(cls, settings: MegaMCPSettings) -> MegaMCPHost:
+    async def _start_subprocess(
+        cls, settings: MegaMCPSettings, while_starting: Callable[[], object] | None
+    ) -> MegaMCPHost:
         port = settings.port
         if port == 0:
             probe = bind_socket(settings.host, 0)
@@ -134,6 +152,13 @@ class MegaMCPHost:
             proc = subprocess.Popen(argv, env=env, stdout=log, stderr=log)
         host = cls(url_of(settings.host, port), settings.admin_token, settings)
         host._proc = proc
+        if while_starting is not None:
+            try:
+                while_starting()
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
         # Generous: a prefork start (fork server preload, first worker) on a loaded 2-core
         # machine has been measured at over a minute.
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -177,9 +202,13 @@ class MegaMCPHost:
     @classmethod
     @contextlib.asynccontextmanager
     async def running(
-        cls, settings: MegaMCPSettings | None = None, *, subprocess: bool = False
+        cls,
+        settings: MegaMCPSettings | None = None,
+        *,
+        subprocess: bool = False,
+        while_starting: Callable[[], object] | None = None,
     ) -> AsyncIterator[MegaMCPHost]:
-        host = await cls.start(settings, subprocess=subprocess)
+        host = await cls.start(settings, subprocess=subprocess, while_starting=while_starting)
         try:
             yield host
         finally:

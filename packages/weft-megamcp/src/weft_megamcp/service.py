@@ -4,7 +4,7 @@ asks of a MegaMCP host, as a typed Protocol. `MegaMCPClient` implements it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from weft_core.models import LedgerEntry, Verifier
 from weft_megamcp.models import (
@@ -14,7 +14,9 @@ from weft_megamcp.models import (
     SessionSnapshot,
     VerificationResult,
 )
-from weft_megamcp.registry import MCPRecord
+
+if TYPE_CHECKING:  # the registry imports the host's MCP machinery; a client needs none of it
+    from weft_megamcp.registry import MCPRecord
 
 GroupRef = GroupHandle | str
 """A group by handle or by id."""

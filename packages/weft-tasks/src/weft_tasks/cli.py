@@ -231,36 +231,56 @@ async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
 
 
 async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
-    from weft_core.console import ProgressTracker, progress
-    from weft_tasks.atomic.library import load_library
     from weft_tasks.atomic.megamcp import megamcp_client
-    from weft_tasks.compose.pipeline import Composer, witnessed_evidence
-    from weft_tasks.compose.profiles import DEFAULT_PROFILES, load_profiles
-    from weft_tasks.compose.stats import show
-    from weft_tasks.exceptions import TasksUserError
+    from weft_tasks.exceptions import LibraryError
 
     if args.n < 1:
         raise TasksUserError(f"--n must be at least 1, got {args.n}")
-    profiles = load_profiles(args.profiles) if args.profiles else DEFAULT_PROFILES
-    witnessed_evidence(settings)  # a bad evidence file fails before any host starts
-    libraries = load_library(args.library)
+    if not Path(args.library).is_dir():  # before OUT or a host exists (the rest: in load())
+        raise LibraryError(f"{args.library}: no such library folder")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    llm = _model(settings.model)
+    loaded: dict[str, Any] = {}
+
+    def load() -> None:
+        # Composition's imports (LangGraph, LangChain: seconds) and its inputs load while the
+        # embedded host boots in its own process; a bad input stops that host and is reported.
+        from weft_tasks.atomic.library import load_library
+        from weft_tasks.compose.pipeline import witnessed_evidence
+        from weft_tasks.compose.profiles import DEFAULT_PROFILES, load_profiles
+
+        loaded["profiles"] = load_profiles(args.profiles) if args.profiles else DEFAULT_PROFILES
+        witnessed_evidence(settings)
+        loaded["libraries"] = load_library(args.library)
+        loaded["llm"] = _model(settings.model)
+
     async with megamcp_client(
         settings.megamcp_url,
         settings.megamcp_admin_token,
         data_dir=out / ".megamcp",
         workers=host_workers(settings),
         groups_on_tmpfs=settings.host_groups_tmpfs,
+        while_starting=load,
     ) as client:
-        composer = Composer(libraries, client, out, profiles=profiles, llm=llm, settings=settings)
+        from weft_core.console import ProgressTracker, progress
+        from weft_tasks.compose.pipeline import Composer
+
+        composer = Composer(
+            loaded["libraries"],
+            client,
+            out,
+            profiles=loaded["profiles"],
+            llm=loaded["llm"],
+            settings=settings,
+        )
         bar: ProgressTracker[Any]
         with progress(total=args.n, description="compose") as bar:
             report = await composer.run(args.n, on_progress=bar.advance)
     if args.json:
         _print_json(report.model_dump(mode="json"))
     elif report.stats is not None:
+        from weft_tasks.compose.stats import show
+
         show(report.stats, report.rejections)
         if report.diagnostics:
             print(f"why {len(report.diagnostics)} candidates were rejected: {out / 'corpus.json'}")

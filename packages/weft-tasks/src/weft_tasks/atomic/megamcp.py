@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -45,24 +45,39 @@ async def megamcp_client(
     subprocess: bool = False,
     workers: int = 0,
     groups_on_tmpfs: bool = False,
+    while_starting: Callable[[], object] | None = None,
 ) -> AsyncIterator[Any]:
     """A `MegaMCPClient`: to the host at `url`, or to an embedded host started (and stopped) here
     whose registry and object store live in `data_dir` (so the snapshots it stores outlive it);
     `workers` > 1 starts it as a prefork host in its own process. `groups_on_tmpfs` keeps the
-    embedded host's live groups in a RAM folder (see `tmpfs_folder`) when the machine has one."""
-    try:
-        from weft_megamcp.client import MegaMCPClient
-        from weft_megamcp.host import MegaMCPHost
-        from weft_megamcp.settings import MegaMCPSettings
-    except ImportError as exc:  # part of the workspace: a broken install is a runtime failure
-        raise ExecutionError(f"weft-megamcp client SDK unavailable: {exc}") from None
+    embedded host's live groups in a RAM folder (see `tmpfs_folder`) when the machine has one.
+    `while_starting` runs once the host's process is started and before it serves (see
+    `MegaMCPHost.start`): the caller's imports and input loading overlap the host's boot, as
+    does importing the client SDK here."""
+    client_class: list[Any] = []
+
+    def starting() -> None:
+        try:
+            from weft_megamcp.client import MegaMCPClient
+        except ImportError as exc:  # part of the workspace: a broken install is a runtime failure
+            raise ExecutionError(f"weft-megamcp client SDK unavailable: {exc}") from None
+        client_class.append(MegaMCPClient)
+        if while_starting is not None:
+            while_starting()
+
     if url:
-        client = MegaMCPClient(url, admin_token or "")
+        starting()
+        client = client_class[0](url, admin_token or "")
         try:
             yield client
         finally:
             await _aclose(client)
         return
+    try:
+        from weft_megamcp.host import MegaMCPHost
+        from weft_megamcp.settings import MegaMCPSettings
+    except ImportError as exc:
+        raise ExecutionError(f"weft-megamcp host unavailable: {exc}") from None
     settings = MegaMCPSettings(workers=workers)
     if data_dir is not None:
         settings = settings.model_copy(update={"data_dir": data_dir})
@@ -70,8 +85,10 @@ async def megamcp_client(
         if groups is not None:
             settings = settings.model_copy(update={"groups_dir": groups})
         # a host in its own process serves calls while this process samples and grounds
-        async with MegaMCPHost.running(settings, subprocess=subprocess or workers > 1) as host:
-            client = MegaMCPClient(host.url, host.admin_token)
+        async with MegaMCPHost.running(
+            settings, subprocess=subprocess or workers > 1, while_starting=starting
+        ) as host:
+            client = client_class[0](host.url, host.admin_token)
             try:
                 yield client
             finally:
