@@ -166,3 +166,23 @@ async def test_nothing_a_module_starts_outlives_its_probe(tmp_path: Path):
         assert reg.probes._z is not None and reg.probes._z.proc.returncode is None
     finally:
         await reg.aclose()
+
+
+async def test_a_warmed_zygote_serves_the_first_probe_and_exits_unused(tmp_path: Path):
+    reg = _registry(tmp_path, "off")
+    try:
+        assert reg.probes is not None
+        await reg.probes.warm()
+        assert reg.probes.started == 1
+        rec = await reg.register(_module(tmp_path, "warm"))
+        assert [t.name for t in rec.tools] == ["ping"]
+        assert reg.probes.forked == 1 and reg.probes.started == 1  # the warmed one served it
+
+        reg.probes.close()
+        await reg.probes.warm(within_s=0.2)  # nobody probes: it goes by itself
+        z = reg.probes._z
+        assert z is not None and reg.probes.started == 2
+        await asyncio.wait_for(z.proc.wait(), 10)
+        assert reg.probes._z is None
+    finally:
+        await reg.aclose()

@@ -355,6 +355,17 @@ class ProbeZygote:
         self.forked += 1
         return result
 
+    async def warm(self, *, within_s: float = 10.0) -> None:
+        """Start the zygote ahead of the first probe (a prefork master at boot: its imports then
+        overlap the workers' start instead of delaying the first registration); it exits
+        `within_s` later if no probe came. A zygote that cannot start is left to the probes."""
+        try:
+            z = await self._ensure()
+        except Exception:
+            return
+        if self._z is z and not z.waiting and self._idle is None:
+            self._idle = asyncio.get_running_loop().call_later(within_s, self._stop_idle)
+
     def _stop_idle(self) -> None:
         self._idle = None
         if self._z is not None and not self._z.waiting:

@@ -66,6 +66,9 @@ def _serve(args: argparse.Namespace) -> int:
     _check_data_dir(settings.data_dir)
     sock = _listen(settings.host, settings.port)
     if settings.workers > 1:
+        from weft_megamcp._fork_server import start_fork_server
+
+        start_fork_server()  # imports the workers' stack while this process imports the master
         from weft_megamcp.process import serve_master
 
         return serve_master(settings, sock)

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from weft_megamcp._fork_server import fork_server_context
 from weft_megamcp._session import token_sha
 from weft_megamcp.app import HostCore
 from weft_megamcp.exceptions import MegaMCPUserError
@@ -29,21 +30,6 @@ from weft_megamcp.settings import MegaMCPSettings
 from weft_megamcp.worker import worker_main
 
 log = logging.getLogger("weft_megamcp.process")
-
-PRELOAD = [
-    "pydantic",
-    "sqlalchemy",
-    "sqlmodel",
-    "fastapi",
-    "starlette",
-    "uvicorn",
-    "httpx",
-    "fastmcp",
-    "mcp",
-    "weft_core.binding",
-    "weft_core.checks",
-    "weft_megamcp.app",
-]
 
 
 # Admin requests forwarded to one worker at once: httpcore scans every pooled connection on
@@ -79,9 +65,7 @@ class WorkerPool:
         self.max_workers = max(1, settings.workers)
         self.core = core
         self.admin_token = core.admin_token
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
-        self.ctx = ctx
+        self.ctx = fork_server_context()
         self.workers: dict[int, Worker] = {}
         self.sockets: dict[int, socket.socket] = {}  # per worker index, kept across replacements
         self.group_worker: dict[str, int] = {}

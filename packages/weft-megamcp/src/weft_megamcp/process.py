@@ -62,6 +62,9 @@ class Master:
 
     async def start(self) -> None:
         await self.core.recovery.reap()  # finish shutdowns a previous run left half done
+        if self.core.registry.probes is not None:
+            # registrations follow a host's start (a composer registers its MCPs first)
+            await self.core.registry.probes.warm()
         await self.pool.start()
 
     async def stop(self) -> None:
