@@ -75,8 +75,8 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from weft_megamcp.app import HostASGI, HostCore
-    from weft_megamcp.collector import tune_collector
     from weft_megamcp.host import url_of, uvicorn_options
+    from weft_megamcp.tuning import tune_serving_process
 
     try:
         core = HostCore(settings)
@@ -93,7 +93,7 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     server = uvicorn.Server(uvicorn.Config(HostASGI(core), **uvicorn_options(settings)))
-    tune_collector(settings.gc_young_threshold)
+    tune_serving_process(settings)
     server.run(sockets=[sock])
     if not server.started:
         print(

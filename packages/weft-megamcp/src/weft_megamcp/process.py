@@ -33,7 +33,6 @@ from starlette.types import Receive, Scope, Send
 from weft_megamcp._session import token_sha
 from weft_megamcp._stats_merge import merge_reports
 from weft_megamcp.app import HostASGI, HostCore
-from weft_megamcp.collector import tune_collector
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.forwarding import forward, read_body, relay, send_json
@@ -43,6 +42,7 @@ from weft_megamcp.host import bind_socket, url_of, uvicorn_options
 from weft_megamcp.metrics import MetricsReport, render_prometheus
 from weft_megamcp.pool import Worker, WorkerPool
 from weft_megamcp.settings import MegaMCPSettings
+from weft_megamcp.tuning import tune_serving_process
 
 _GROUP_PATH = re.compile(r"^/admin/groups/(grp_[0-9a-f]+)(/.*)?$")
 
@@ -297,6 +297,6 @@ def serve_master(settings: MegaMCPSettings, sock: socket.socket | None = None) -
     )
     app = guard_app(master, settings.allowed_hosts)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
-    tune_collector(settings.gc_young_threshold)
+    tune_serving_process(settings)
     server.run(sockets=[sock])
     return 0

@@ -138,6 +138,15 @@ class MegaMCPSettings(BaseSettings):
         "CPU); 0 keeps CPython's defaults. An embedded host never changes its process's "
         "collector.",
     )
+    gil_switch_interval_s: float = Field(
+        default=0.05,
+        ge=0,
+        description="GIL switch interval (`sys.setswitchinterval`) of `weft-megamcp serve` and its "
+        "workers: how long a busy event loop keeps the GIL before a waiting tool, checkpoint or "
+        "group thread forces a switch (CPython's default is 0.005; at 1,000 sessions the "
+        "forced switches cost ~10% of the host's CPU); 0 keeps the interpreter's value. An "
+        "embedded host never changes it.",
+    )
     keep_alive_s: int = Field(
         default=120, ge=1, description="Seconds an idle HTTP keep-alive connection stays open."
     )

@@ -18,12 +18,12 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from weft_megamcp.app import HostASGI, HostCore
-from weft_megamcp.collector import tune_collector
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.forwarding import ROUTED_HEADER, forward, read_body, relay, send_json
 from weft_megamcp.guards import guard_app, path_token
 from weft_megamcp.host import url_of, uvicorn_options
 from weft_megamcp.settings import MegaMCPSettings
+from weft_megamcp.tuning import tune_serving_process
 
 
 def _exit_with_master(master_pid: int) -> None:
@@ -95,5 +95,5 @@ def worker_main(
     # fallback reads a token from it or forwards it to the master.
     app = guard_app(MasterFallback(HostASGI(core), master_url), settings.allowed_hosts)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings)))
-    tune_collector(settings.gc_young_threshold)
+    tune_serving_process(settings)
     server.run(sockets=[sock])
