@@ -10,8 +10,9 @@ found), and freezing what exists once the app is built takes the imported stack 
 later collection (and, in a forked worker, keeps the collector from writing to pages shared
 with the fork server).
 
-Only `weft-megamcp serve` and its workers call this (through `tuning.tune_serving_process`): an embedded host (`MegaMCPHost.start` in
-someone else's process) leaves that process's collector alone.
+Only `weft-megamcp serve` and its workers call this (through `tuning.tune_serving_process`):
+an embedded host (`MegaMCPHost.start` in someone else's process) leaves that process's
+collector alone.
 """
 
 from __future__ import annotations
