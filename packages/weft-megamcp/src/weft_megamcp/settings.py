@@ -143,8 +143,8 @@ class MegaMCPSettings(BaseSettings):
         ge=0,
         description="GIL switch interval (`sys.setswitchinterval`) of `weft-megamcp serve` and its "
         "workers: how long a busy event loop keeps the GIL before a waiting tool, checkpoint or "
-        "group thread forces a switch (CPython's default is 0.005; at 1,000 sessions the "
-        "forced switches cost ~10% of the host's CPU); 0 keeps the interpreter's value. An "
+        "group thread forces a switch (CPython's default is 0.005; at 1,000 sessions 0.05 took "
+        "~10% off the host's CPU per call); 0 keeps the interpreter's value. An "
         "embedded host never changes it.",
     )
     keep_alive_s: int = Field(
