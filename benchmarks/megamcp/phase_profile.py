@@ -91,7 +91,7 @@ async def profile(args: argparse.Namespace) -> list[dict[str, Any]]:
                         "-r",
                         "100",
                         "--nonblocking",
-                        "--gil",
+                        *(["--gil"] if not args.py_spy_all_threads else []),
                         "-s",
                         "-f",
                         "raw",
@@ -175,6 +175,11 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=10, help="tool calls per lifecycle")
     ap.add_argument("--seed-rows", type=int, default=2000, help="contacts in the seed DB")
     ap.add_argument("--py-spy", default="", help="record each phase with py-spy to PREFIX-*.raw")
+    ap.add_argument(
+        "--py-spy-all-threads",
+        action="store_true",
+        help="with --py-spy: sample every non-idle thread, not only the GIL holder",
+    )
     ap.add_argument("--perf", default="", help="perf record the largest phase's first 30 s")
     ap.add_argument("--json", default="", help="also write the rows as JSON here")
     args = ap.parse_args()

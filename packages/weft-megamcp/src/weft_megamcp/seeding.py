@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from weft_megamcp.checkpoints._errors import WorkspaceArchiveError
-from weft_megamcp.checkpoints.store import install_workspace
+from weft_megamcp.checkpoints.workspace import install_workspace
 from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.registry import MCPKind, MCPRecord, Registry
 

@@ -17,6 +17,7 @@ from weft_megamcp.checkpoints import (
     DebouncedCheckpointer,
     snapshot_sqlite,
 )
+from weft_megamcp.checkpoints.journal import parse_blob_key
 from weft_megamcp.checkpoints.pages import apply_patch, sync_pages
 
 from .conftest import make_db, row_ids
@@ -205,13 +206,18 @@ async def test_a_tampered_or_missing_patch_fails_the_restore(tmp_path: Path) -> 
         await _write(ckpt, db, f"UPDATE item SET name = 'z' WHERE id = {i * 100}", i)
     ref = store.latest("s1")
     assert ref is not None and len(ref.db_patches) == 1
-    patch = Path(ref.db_patches[0].key)
-    good = patch.read_bytes()
-    patch.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    located = parse_blob_key(ref.db_patches[0].key)
+    assert located is not None  # a local store keeps a patch in its generation's journal
+    journal, offset, length = located
+    with open(journal, "r+b") as fh:  # flip one bit of the patch's last byte
+        fh.seek(offset + length - 1)
+        last = fh.read(1)[0]
+        fh.seek(offset + length - 1)
+        fh.write(bytes([last ^ 1]))
     dest = tmp_path / "r.sqlite"
     with pytest.raises(CheckpointError, match="fails its sha256"):
         store.fetch(ref, dest)
-    patch.unlink()
+    Path(journal).unlink()
     with pytest.raises(CheckpointError, match="is missing"):
         store.fetch(ref, dest)
     assert not dest.exists()  # nothing half-written where the DB goes

@@ -201,18 +201,20 @@ def test_killed_uploads_leave_nothing_after_a_sweep(store: CheckpointStore, tmp_
     assert store.latest("s1") == ref
 
 
-def test_local_names_are_durable_before_the_manifest_and_before_publishing(
+def test_local_names_are_durable_before_the_record_naming_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """fsync of a file does not cover the name pointing at it: the folder holding the objects
-    is synced before the manifest naming them goes in, and again before put() returns (the
-    checkpoint then counts as published); a new folder's name is synced in its parent."""
+    """fsync of a file does not cover the name pointing at it: a DB snapshot renamed into the
+    generation's folder has its name synced before the journal record naming it is appended,
+    the journal's own name is synced when the seal creates it, and a new folder's name is
+    synced in its parent."""
     import os
 
     from weft_megamcp.checkpoints import store as store_mod
 
     events: list[tuple[str, str]] = []
     real_fsync_dir, real_replace = store_mod._fsync_dir, os.replace
+    real_append = store_mod.append_record
 
     def fsync_dir(path: str | Path) -> None:
         events.append(("fsync", str(path)))
@@ -222,16 +224,25 @@ def test_local_names_are_durable_before_the_manifest_and_before_publishing(
         events.append(("rename", Path(dst).name))
         real_replace(src, dst)
 
+    def append(path: str, end: int, record: bytes) -> tuple[int, bool]:
+        events.append(("append", Path(path).name))
+        return real_append(path, end, record)
+
     monkeypatch.setattr(store_mod, "_fsync_dir", fsync_dir)
     monkeypatch.setattr(store_mod.os, "replace", replace)
+    monkeypatch.setattr(store_mod, "append_record", append)
     local = CheckpointStore(tmp_path / "objects")
     db = make_db(tmp_path / "live.sqlite", rows=2)
-    lease = local.acquire("s1", "worker-a")  # creates the generation's folder
-    ref = local.put(lease, db, workspace=None, state_version=1)
-    gdir = str(Path(ref.db_key or "").parent)
-    # The last manifest is put()'s (acquire seals the generation with one of its own).
-    manifest = max(i for i, e in enumerate(events) if e == ("rename", "MANIFEST.json"))
-    assert events[manifest - 1] == ("fsync", gdir), events
-    assert events[-1] == ("fsync", gdir), events
-    # The generation folder was new (the lease made it): its name was synced in its parent.
-    assert ("fsync", str(Path(gdir).parent)) in events[:manifest], events
+    lease = local.acquire("s1", "worker-a")  # seals: the generation's folder and journal
+    gdir = local._gen_dir("s1", lease.generation)
+    seal = events.index(("append", "JOURNAL"))
+    assert events[seal + 1] == ("fsync", gdir), events
+    assert ("fsync", str(Path(gdir).parent)) in events[:seal], events
+    snapshot = local.scratch_path("s1")  # what a checkpointer hands over: moved, not copied
+    snapshot.write_bytes(db.read_bytes())
+    ref = local.put(lease, snapshot, consume=True, state_version=1)
+    assert ref.db_key is not None and Path(ref.db_key).parent == Path(gdir)
+    rename = events.index(("rename", Path(ref.db_key).name))
+    record = max(i for i, e in enumerate(events) if e == ("append", "JOURNAL"))
+    assert rename < record and ("fsync", gdir) in events[rename + 1 : record], events
+    assert local.latest("s1") == ref

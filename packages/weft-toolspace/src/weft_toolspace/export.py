@@ -70,7 +70,7 @@ def initial_workspace(name: str, folder: Path, files: dict[str, str] | None = No
     its `init` in an empty folder with its environment, as MegaMCP does before it starts it;
     `files` ({path: text}, a state-query environment's s_0 seeded from recorded outputs) are
     written there first."""
-    from weft_megamcp.checkpoints.store import tar_workspace
+    from weft_megamcp.checkpoints.workspace import tar_workspace
     from weft_toolspace.environments import write_tree
 
     spec = servers.server(name)

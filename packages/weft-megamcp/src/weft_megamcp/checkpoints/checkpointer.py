@@ -48,7 +48,8 @@ from pathlib import Path
 
 from weft_megamcp.checkpoints._errors import CheckpointError, FencingError
 from weft_megamcp.checkpoints.pages import PagePatch, sync_pages
-from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease, tar_workspace
+from weft_megamcp.checkpoints.store import CheckpointRef, CheckpointStore, Lease
+from weft_megamcp.checkpoints.workspace import tar_workspace
 
 __all__ = ["DebouncedCheckpointer", "backup_sqlite", "snapshot_sqlite", "sync_sqlite_pages"]
 

@@ -9,6 +9,12 @@ Layout under the store root (a local folder by default, `memory://`, `s3://bucke
     <session>/g<generation>/MANIFEST.json         pointer to the latest checkpoint of that generation
     <session>/STATUS.json                         shutdown journal (open / closing / closed)
 
+A local store keeps a generation's manifests, page patches and workspace tarballs in one
+append-only file instead, `<session>/g<generation>/JOURNAL` (`journal.py`): the latest
+checkpoint is its last whole record, and a blob is addressed by its offset in it. Whole DB
+snapshots stay files (they are renamed into place, not copied). A generation with no journal
+is read from its `MANIFEST.json`, as object stores are.
+
 Contract:
 - Data objects are written under content-addressed keys and never overwritten; the manifest is
   published only after the data objects exist (write, then publish the pointer), so a reader
@@ -28,16 +34,15 @@ Contract:
 
 from __future__ import annotations
 
-import gzip
+import contextlib
 import hashlib
-import io
 import json
 import os
 import re
-import tarfile
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -53,7 +58,20 @@ from weft_megamcp.checkpoints._errors import (
     LeaseHeldError,
     WorkspaceArchiveError,
 )
+from weft_megamcp.checkpoints.journal import (
+    JOURNAL_NAME,
+    append_record,
+    encode_record,
+    parse_blob_key,
+    read_blob,
+    scan,
+)
 from weft_megamcp.checkpoints.pages import apply_patch, patch_header
+from weft_megamcp.checkpoints.workspace import (
+    check_workspace_tarball,
+    install_workspace,
+    tar_workspace,
+)
 
 __all__ = [
     "CheckpointRef",
@@ -72,6 +90,7 @@ _LEASE_RE = re.compile(r"^g(\d{8})\.json$")
 # Exclusive create is emulated for filesystems without a native one; this lock makes it exact
 # within one process (memory://), the read-back check below covers the rest.
 _create_lock = threading.Lock()
+_CACHE_LIMIT = 8192  # per-session entries a store remembers (leases it checked, journal tails)
 
 
 class Lease(BaseModel):
@@ -151,77 +170,6 @@ def _fsync_dir(path: str | Path) -> None:
         os.close(fd)
 
 
-def tar_workspace(root: Path) -> bytes:
-    """A deterministic gzip tarball of `root` (sorted names, zeroed mtimes) so equal trees hash
-    equal; symlinks are skipped so a checkpoint never captures anything outside the root. The
-    gzip header's timestamp is zeroed too: `tarfile`'s "w:gz" stamps the current time there, so
-    the same tree tarred a second later had another hash."""
-    buf = io.BytesIO()
-    with (
-        gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz,
-        tarfile.open(fileobj=gz, mode="w") as tar,
-    ):
-        for path in sorted(root.rglob("*")):
-            if path.is_symlink():
-                continue
-            info = tar.gettarinfo(str(path), arcname=path.relative_to(root).as_posix())
-            info.mtime = 0
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            if path.is_file():
-                with path.open("rb") as fh:
-                    tar.addfile(info, fh)
-            elif path.is_dir():
-                tar.addfile(info)
-    return buf.getvalue()
-
-
-def check_workspace_tarball(data: bytes, *, where: str = "workspace tarball") -> None:
-    """Refuse a tarball `tar_workspace` could not have written: not a gzip tar, or a member
-    that is not a plain file or folder (a link, a device) or whose name is absolute or climbs
-    out with `..`. One line naming the member; a hostile blob never reaches the disk."""
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            members = tar.getmembers()
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise WorkspaceArchiveError(f"{where}: not a gzip tarball ({exc})") from None
-    for m in members:
-        parts = m.name.replace("\\", "/").split("/")
-        if m.name.startswith("/") or ".." in parts or (parts and parts[0].endswith(":")):
-            raise WorkspaceArchiveError(f"{where}: member {m.name!r} escapes the workspace")
-        if not (m.isfile() or m.isdir()):
-            raise WorkspaceArchiveError(
-                f"{where}: member {m.name!r} is not a plain file or folder (links are refused)"
-            )
-
-
-def _untar_workspace(data: bytes, dest: Path) -> None:
-    check_workspace_tarball(data)
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        tar.extractall(dest, filter="data")  # "data" refuses absolute paths, .. and links out
-
-
-def install_workspace(data: bytes, dest: Path) -> None:
-    """Replace folder `dest` by the tarball's tree, atomically: extracted into a staging folder
-    beside it (checked first, see `check_workspace_tarball`), then swapped in by renames, so a
-    failure leaves `dest` as it was."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".ws-"))
-    try:
-        _untar_workspace(data, staging)
-    except BaseException:
-        _rmtree(staging)
-        raise
-    if dest.exists():
-        old = dest.with_name(f".old-{uuid.uuid4().hex}")
-        dest.rename(old)
-        staging.rename(dest)
-        _rmtree(old)
-    else:
-        staging.rename(dest)
-
-
 class CheckpointStore:
     """Session checkpoints under one fsspec URL. Thread-safe for distinct sessions; one writer per
     session at a time is what leases enforce."""
@@ -233,6 +181,29 @@ class CheckpointStore:
         self._local = isinstance(self.fs, LocalFileSystem)
         if self._local:
             Path(self.root).mkdir(parents=True, exist_ok=True)
+        # Local store only. A lease file is never rewritten, so one whose bytes equal the
+        # lease confirmed before, with no next generation's beside it, is still current.
+        self._leases_raw: dict[str, bytes] = {}
+        # Journal path -> (end of its last record, that record's checkpoint), kept by the
+        # generation's owner: only it appends there.
+        self._tails: dict[str, tuple[int, CheckpointRef]] = {}
+
+    @property
+    def local(self) -> bool:
+        """True for a local folder: every operation is a few syscalls, cheap enough to run on
+        an event loop's thread."""
+        return self._local
+
+    def _remember(self, cache: dict[str, Any], key: str, value: Any) -> None:
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = value
+
+    def _forget(self, session_id: str) -> None:
+        prefix = self._session_dir(session_id) + "/"
+        for cache in (self._leases_raw, self._tails):
+            for key in [k for k in cache if k.startswith(prefix)]:
+                cache.pop(key, None)
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -270,6 +241,8 @@ class CheckpointStore:
 
     def _cat(self, path: str) -> bytes:
         if self._local:
+            if (blob := parse_blob_key(path)) is not None:
+                return read_blob(*blob)
             with open(path, "rb") as fh:
                 return fh.read()
         return bytes(self.fs.cat_file(path))
@@ -390,7 +363,10 @@ class CheckpointStore:
             gen = (current.generation if current else 0) + 1
             lease = Lease(session_id=session_id, owner=owner, generation=gen)
             path = f"{self._session_dir(session_id)}/leases/g{gen:08d}.json"
-            if self._create_exclusive(path, lease.model_dump_json().encode()):
+            raw = lease.model_dump_json().encode()
+            if self._create_exclusive(path, raw):
+                if self._local:
+                    self._remember(self._leases_raw, path, raw)
                 self._seal(lease, current)
                 return lease
         raise CheckpointError(f"could not acquire session {session_id!r}: too much contention")
@@ -404,13 +380,21 @@ class CheckpointStore:
             prior = CheckpointRef(
                 session_id=lease.session_id, generation=lease.generation, seq=0, state_version=0
             )
-        self._write_atomic(
-            f"{self._gen_dir(lease.session_id, lease.generation)}/MANIFEST.json",
-            prior.model_dump_json().encode(),
-        )
+        gdir = self._gen_dir(lease.session_id, lease.generation)
+        if not self._local:
+            self._write_atomic(f"{gdir}/MANIFEST.json", prior.model_dump_json().encode())
+            return
+        self._makedirs(gdir)
+        journal = f"{gdir}/{JOURNAL_NAME}"
+        record = encode_record(0, [], lambda _keys: prior.model_dump_json().encode(), journal)
+        end, _created = append_record(journal, 0, record)
+        _fsync_dir(gdir)
+        self._remember(self._tails, journal, (end, prior))
 
     def check_fence(self, lease: Lease) -> None:
         """Raise FencingError unless `lease` is still the current one."""
+        if self._local and self._still_current(lease):
+            return
         current = self.current_lease(lease.session_id)
         if (
             current is None
@@ -423,6 +407,25 @@ class CheckpointStore:
                 f"{lease.owner!r} is stale (current generation {now}); this worker no longer "
                 "owns the session"
             )
+        if self._local:
+            own = f"{self._session_dir(lease.session_id)}/leases/g{lease.generation:08d}.json"
+            with contextlib.suppress(FileNotFoundError):
+                self._remember(self._leases_raw, own, self._cat(own))
+
+    def _still_current(self, lease: Lease) -> bool:
+        """The local fast path of `check_fence`: generations are claimed one after another
+        (each acquire creates the highest plus one, exclusively), so a lease is stale exactly
+        when the next generation's file exists or its own file is no longer the one confirmed
+        before (the session was deleted and claimed again). False means "ask the slow way"."""
+        leases = f"{self._session_dir(lease.session_id)}/leases"
+        own = f"{leases}/g{lease.generation:08d}.json"
+        raw = self._leases_raw.get(own)
+        if raw is None or os.path.exists(f"{leases}/g{lease.generation + 1:08d}.json"):
+            return False
+        try:
+            return self._cat(own) == raw
+        except FileNotFoundError:
+            return False
 
     # --- checkpoints -------------------------------------------------------------------------
 
@@ -438,10 +441,26 @@ class CheckpointStore:
         for gen in gens:
             if max_generation is not None and gen > max_generation:
                 continue
-            data = self._read_json(f"{self._gen_dir(session_id, gen)}/MANIFEST.json")
-            if data is not None:
-                return CheckpointRef.model_validate(data)
+            ref = self._generation_latest(session_id, gen)
+            if ref is not None:
+                return ref
         return None
+
+    def _generation_latest(self, session_id: str, generation: int) -> CheckpointRef | None:
+        gdir = self._gen_dir(session_id, generation)
+        if self._local:
+            tail = scan(f"{gdir}/{JOURNAL_NAME}")
+            if tail.manifest is not None:
+                return self._parse_ref(tail.manifest, f"{gdir}/{JOURNAL_NAME}")
+        data = self._read_json(f"{gdir}/MANIFEST.json")
+        return CheckpointRef.model_validate(data) if data is not None else None
+
+    @staticmethod
+    def _parse_ref(raw: bytes, where: str) -> CheckpointRef:
+        try:
+            return CheckpointRef.model_validate_json(raw)
+        except ValueError as exc:  # its digest matched, so it was written this way
+            raise CheckpointError(f"corrupt checkpoint metadata at {where}: {exc}") from exc
 
     def latest(self, session_id: str) -> CheckpointRef | None:
         """The latest persisted checkpoint of the session (None if it never checkpointed)."""
@@ -479,12 +498,17 @@ class CheckpointStore:
             raise CheckpointError(f"checkpoint {patch_of.seq} has no DB to patch")
         self.check_fence(lease)
         sid = lease.session_id
-        prev = self.latest(sid)
-        seq = (prev.seq + 1) if prev else 1
         gdir = self._gen_dir(sid, lease.generation)
+        journal = f"{gdir}/{JOURNAL_NAME}"
+        end, prev = self._tail(lease, journal) if self._local else (0, self.latest(sid))
+        seq = (prev.seq + 1) if prev else 1
         ref = CheckpointRef(
             session_id=sid, generation=lease.generation, seq=seq, state_version=state_version
         )
+        # Local: the blobs go into the journal record with the manifest, their keys assigned
+        # once their offsets are known.
+        blobs: list[tuple[bytes, Callable[[str], None]]] = []
+        placed = False  # a DB file was renamed into the generation's folder
         if db_file is not None:
             db_path = Path(db_file)
             digest = _sha256_file(db_path)
@@ -493,6 +517,7 @@ class CheckpointStore:
             ref.db_bytes = db_path.stat().st_size
             if not self._exists(ref.db_key):
                 self._makedirs(gdir)
+                placed = self._local
                 # A local object is on disk before the manifest naming it is published: a
                 # machine crash must not leave a manifest pointing at a file the OS never wrote.
                 if consume and self._local:
@@ -514,10 +539,13 @@ class CheckpointStore:
         elif db_patch is not None and patch_of is not None:
             size, count, pages = patch_header(db_patch)
             digest = hashlib.sha256(db_patch).hexdigest()
-            key = f"{gdir}/{seq:010d}-{digest}.pages"
-            if not self._exists(key):
-                self._write_atomic(key, db_patch)
-            patch = PagePatchRef(key=key, sha256=digest, size=len(db_patch), pages=pages)
+            patch = PagePatchRef(key="", sha256=digest, size=len(db_patch), pages=pages)
+            if self._local:
+                blobs.append((db_patch, lambda key: setattr(patch, "key", key)))
+            else:
+                patch.key = f"{gdir}/{seq:010d}-{digest}.pages"
+                if not self._exists(patch.key):
+                    self._write_atomic(patch.key, db_patch)
             ref.db_key, ref.db_sha256 = patch_of.db_key, patch_of.db_sha256
             ref.db_patches = [*patch_of.db_patches, patch]
             ref.db_bytes = size * count
@@ -534,20 +562,66 @@ class CheckpointStore:
             if blob is None:
                 assert workspace is not None
                 blob = tar_workspace(Path(workspace))
-            digest = hashlib.sha256(blob).hexdigest()
-            ref.workspace_key = f"{gdir}/{seq:010d}-{digest}.tar.gz"
-            ref.workspace_sha256 = digest
-            if not self._exists(ref.workspace_key):
-                self._write_atomic(ref.workspace_key, blob)
-        # The pointer goes last and only if we still own the session. On local disk the names
-        # of the objects are made durable before the manifest that names them, and the
-        # manifest's before the checkpoint counts as published (`wait_durable` acknowledges it).
+            ref.workspace_sha256 = hashlib.sha256(blob).hexdigest()
+            if self._local:
+                blobs.append((blob, lambda key: setattr(ref, "workspace_key", key)))
+            else:
+                ref.workspace_key = f"{gdir}/{seq:010d}-{ref.workspace_sha256}.tar.gz"
+                if not self._exists(ref.workspace_key):
+                    self._write_atomic(ref.workspace_key, blob)
         if self._local:
-            _fsync_dir(gdir)
+            return self._publish_local(lease, journal, end, ref, blobs, placed=placed)
+        # The pointer goes last and only if we still own the session.
         self.check_fence(lease)
         self._write_atomic(f"{gdir}/MANIFEST.json", ref.model_dump_json().encode())
-        if self._local:
+        return ref
+
+    def _tail(self, lease: Lease, journal: str) -> tuple[int, CheckpointRef | None]:
+        """Where the next record of the lease's journal goes, and the session's latest
+        checkpoint (what that record follows)."""
+        cached = self._tails.get(journal)
+        if cached is not None:
+            return cached
+        tail = scan(journal)
+        if tail.manifest is not None:
+            return tail.end, self._parse_ref(tail.manifest, journal)
+        return tail.end, self.latest(lease.session_id)  # sealed before journals existed
+
+    def _publish_local(
+        self,
+        lease: Lease,
+        journal: str,
+        end: int,
+        ref: CheckpointRef,
+        blobs: list[tuple[bytes, Callable[[str], None]]],
+        *,
+        placed: bool,
+    ) -> CheckpointRef:
+        """Append the checkpoint's record to its generation's journal. A DB file renamed into
+        the folder has its name made durable before the record naming it; the record is
+        fsynced before put() returns (the checkpoint then counts as published)."""
+        gdir = journal.rsplit("/", 1)[0]
+
+        def manifest(keys: list[str]) -> bytes:
+            for (_blob, assign), key in zip(blobs, keys, strict=True):
+                assign(key)
+            return ref.model_dump_json().encode()
+
+        record = encode_record(end, [blob for blob, _ in blobs], manifest, journal)
+        if placed:
             _fsync_dir(gdir)
+        try:
+            new_end, created = append_record(journal, end, record)
+            if created:
+                _fsync_dir(gdir)
+        except BaseException:
+            self._tails.pop(journal, None)  # the file's end is unknown now: scan it next time
+            raise
+        self._remember(self._tails, journal, (new_end, ref))
+        # Checked again after the append: an owner that took the session before the record
+        # was whole sealed its generation without it, and this write must not count as
+        # published. One that takes it later finds the record.
+        self.check_fence(lease)
         return ref
 
     def scratch_path(self, session_id: str) -> Path:
@@ -655,11 +729,12 @@ class CheckpointStore:
 
     def delete_session(self, session_id: str) -> None:
         path = self._session_dir(session_id)
-        if self._exists(path):
+        self._forget(session_id)
+        if self._local:
+            import shutil
+
+            # Errors propagate (the caller retries): a half-deleted session is still garbage.
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+        elif self._exists(path):
             self.fs.rm(path, recursive=True)
-
-
-def _rmtree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)

@@ -22,7 +22,7 @@ from weft_core.models import Verifier, slugify
 from weft_megamcp._probe import run_probe, tool_specs
 from weft_megamcp._probe_zygote import ProbeZygote
 from weft_megamcp.checkpoints._errors import WorkspaceArchiveError
-from weft_megamcp.checkpoints.store import check_workspace_tarball, tar_workspace
+from weft_megamcp.checkpoints.workspace import check_workspace_tarball, tar_workspace
 from weft_megamcp.exceptions import (
     MegaMCPUserError,
     NotFoundError,

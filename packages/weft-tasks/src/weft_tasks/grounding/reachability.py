@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from weft_core.models import FINAL_CHECKPOINT, CheckOutcome, SnapshotRef, TaskGraph, TaskNode
 from weft_core.refs import address_digest, content_address
 from weft_core.templates import scoped
-from weft_megamcp.checkpoints.store import tar_workspace
+from weft_megamcp.checkpoints.workspace import tar_workspace
 from weft_megamcp.seeding import SEED_WORKSPACE
 from weft_megamcp.service import GroupService
 from weft_tasks.atomic.megamcp import BatchedGroup, Registrar, file_sha256
