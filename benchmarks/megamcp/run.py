@@ -377,6 +377,21 @@ def parse_policies(text: str) -> list[tuple[float, int]]:
     return out
 
 
+def journal_patches(ckpt_dir: Path) -> list[int]:
+    """Sizes of the page patches a local checkpoint store holds: each is in the journal record
+    of the checkpoint that wrote it (whole DB copies are files)."""
+    from weft_megamcp.checkpoints.journal import parse_blob_key, records
+
+    sizes = []
+    for journal in ckpt_dir.rglob("g*/JOURNAL"):
+        for record in records(str(journal)):
+            patches = json.loads(record.manifest).get("db_patches") or []
+            where = parse_blob_key(patches[-1]["key"]) if patches else None
+            if where is not None and record.start <= where[1] < record.end:
+                sizes.append(patches[-1]["size"])
+    return sizes
+
+
 async def policy_phase(
     args: argparse.Namespace, bundle: Path, root: Path, min_interval_s: float, max_patches: int
 ) -> dict[str, Any]:
@@ -434,7 +449,7 @@ async def policy_phase(
     host._proc.wait()
     ckpt_dir = settings.data_dir / "objects" / "checkpoints"
     full = [f.stat().st_size for f in ckpt_dir.rglob("g*/*.sqlite")]
-    patches = [f.stat().st_size for f in ckpt_dir.rglob("g*/*.pages")]
+    patches = journal_patches(ckpt_dir)
     # The same kill, but the machine's local session files are gone too (a lost disk, a new
     # machine): the sessions can only resume from their checkpoints, so this is what the
     # policy's durability window loses. Taken on a copy of the data dir before any restart.

@@ -16,6 +16,7 @@ from weft_megamcp.checkpoints.journal import (
     encode_record,
     parse_blob_key,
     read_blob,
+    records,
     scan,
 )
 from weft_megamcp.checkpoints.pages import sync_pages
@@ -61,6 +62,11 @@ def test_records_hold_the_blobs_and_the_latest_is_the_last_whole_one(tmp_path: P
         assert located is not None and located[0] == str(_journal(store, "s1", 1))
     store.restore_latest("s1", tmp_path / "out.sqlite")
     assert len(row_ids(tmp_path / "out.sqlite")) == 53
+    # The seal, the full copy's record and one per patch, each with the checkpoint it wrote.
+    held = records(str(_journal(store, "s1", 1)))
+    assert [r.end for r in held[:-1]] == [r.start for r in held[1:]]
+    assert [r.manifest for r in held][-1] == ref.model_dump_json().encode()
+    assert len(held) == 5
     # One file per generation: no object was created beside the journal for the patches.
     names = sorted(p.name for p in _journal(store, "s1", 1).parent.iterdir())
     assert names[-1] == JOURNAL_NAME and len(names) == 2  # the full DB snapshot and it
@@ -83,6 +89,7 @@ def test_a_damaged_last_record_leaves_the_one_before(tmp_path: Path, damage: str
             byte = fh.read(1)[0]
             fh.seek(sizes[-2] + 60)
             fh.write(bytes([byte ^ 0x40]))
+    assert len(records(str(journal))) == len(sizes)  # the seal and all but the damaged put
     fresh = CheckpointStore(tmp_path / "objects")  # a restarted reader knows nothing cached
     ref = fresh.latest("s1")
     assert ref is not None and ref.state_version == 3

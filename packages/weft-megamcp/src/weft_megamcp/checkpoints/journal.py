@@ -33,12 +33,14 @@ from dataclasses import dataclass
 
 __all__ = [
     "JOURNAL_NAME",
+    "JournalRecord",
     "JournalTail",
     "append_record",
     "blob_key",
     "encode_record",
     "parse_blob_key",
     "read_blob",
+    "records",
     "scan",
 ]
 
@@ -54,6 +56,41 @@ class JournalTail:
 
     end: int
     manifest: bytes | None
+
+
+@dataclass(frozen=True)
+class JournalRecord:
+    """One whole record: its byte range in the journal and its manifest."""
+
+    start: int
+    end: int
+    manifest: bytes
+
+
+def records(path: str) -> list[JournalRecord]:
+    """Every whole record of a journal, oldest first (for inspection and accounting: a reader
+    of the latest checkpoint needs only `scan`). Stops at the first damaged one: nothing after
+    it was ever acknowledged."""
+    out: list[JournalRecord] = []
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return out
+    try:
+        length, offset = os.fstat(fd).st_size, 0
+        while offset + _HEAD.size <= length:
+            magic, blobs, manifest, digest = _HEAD.unpack(os.pread(fd, _HEAD.size, offset))
+            end = offset + _HEAD.size + blobs + manifest
+            if magic != _MAGIC or end > length:
+                break
+            body = os.pread(fd, blobs + manifest, offset + _HEAD.size)
+            if hashlib.sha256(body).digest() != digest:
+                break
+            out.append(JournalRecord(offset, end, body[blobs:]))
+            offset = end
+    finally:
+        os.close(fd)
+    return out
 
 
 def blob_key(journal: str, offset: int, length: int) -> str:
