@@ -23,6 +23,7 @@ from weft_megamcp._fork_server import fork_server_context
 from weft_megamcp._session import token_sha
 from weft_megamcp.app import HostCore
 from weft_megamcp.exceptions import MegaMCPUserError
+from weft_megamcp.forwarding import Forwarder
 from weft_megamcp.health import NoPlacementError, PlacementPolicy, WorkerState, cap_reached
 from weft_megamcp.host import STARTUP_TIMEOUT_S, bind_socket, url_of
 from weft_megamcp.screening import session_cap
@@ -32,10 +33,10 @@ from weft_megamcp.worker import worker_main
 log = logging.getLogger("weft_megamcp.process")
 
 
-# Admin requests forwarded to one worker at once: httpcore scans every pooled connection on
-# each request (its expiry check is a getpeername() per connection), so 1,000 concurrent
-# creations cost the master ~13 ms CPU each (py-spy, 2026-12-03); the worker answers them one
-# at a time on its loop anyway, so the rest wait in the master.
+# Admin requests forwarded to one worker at once: the worker answers them one at a time on its
+# loop anyway, so the rest wait in the master rather than in the worker's accept queue. (It
+# was introduced when httpcore's pool, which scanned every connection per request, made 1,000
+# concurrent creations cost the master ~13 ms CPU each; forwarding now goes through aiohttp.)
 ADMIN_FORWARD_SLOTS = 16
 
 
@@ -70,12 +71,14 @@ class WorkerPool:
         self.sockets: dict[int, socket.socket] = {}  # per worker index, kept across replacements
         self.group_worker: dict[str, int] = {}
         self.token_group: dict[str, str] = {}
-        # No pool cap and no pool timeout: a burst of 1,000 group creations must queue at the
-        # workers, not fail in the master's connection pool (httpx's default is 100 connections).
+        # Health polls, migrations and drains (not per request). No pool cap and no pool
+        # timeout: a burst must queue at the workers, not fail in the master's connection pool.
         self.http = httpx.AsyncClient(
             timeout=httpx.Timeout(settings.call_timeout_s + 30, connect=10, pool=None),
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
+        # Group admin and MCP traffic forwarded to workers (the hot path: see Forwarder).
+        self.forwarder = Forwarder(settings.call_timeout_s + 30)
         self._lock = asyncio.Lock()
         # A drain and the supervisor's health poll both migrate; one at a time, or both release
         # the same group and the loser reports it still on its old worker.
@@ -287,6 +290,7 @@ class WorkerPool:
             if w.process.is_alive():
                 w.process.kill()
         await self.http.aclose()
+        await self.forwarder.close()
         for sock in self.sockets.values():
             sock.close()
 

@@ -35,7 +35,13 @@ from weft_megamcp._stats_merge import merge_reports
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
 from weft_megamcp.exceptions import MegaMCPUserError
-from weft_megamcp.forwarding import forward, read_body, relay, send_json
+from weft_megamcp.forwarding import (
+    FORWARD_ERRORS,
+    Forwarded,
+    read_body,
+    relay,
+    send_json,
+)
 from weft_megamcp.guards import guard_app
 from weft_megamcp.health import NoPlacementError
 from weft_megamcp.host import bind_socket, url_of, uvicorn_options
@@ -169,10 +175,10 @@ class Master:
     async def _body(self, receive: Receive) -> bytes:
         return await read_body(receive)
 
-    async def _forward(self, worker: Worker, scope: Scope, body: bytes) -> httpx.Response:
-        return await forward(self.pool.http, worker.url, scope, body, routed=True)
+    async def _forward(self, worker: Worker, scope: Scope, body: bytes) -> Forwarded:
+        return await self.pool.forwarder.forward(worker.url, scope, body, routed=True)
 
-    async def _relay(self, send: Send, resp: httpx.Response) -> None:
+    async def _relay(self, send: Send, resp: Forwarded) -> None:
         await relay(send, resp)
 
     async def _group_admin(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
@@ -196,7 +202,7 @@ class Master:
                         try:
                             async with worker.admin_slots:
                                 resp = await self._forward(worker, scope, body)
-                        except httpx.HTTPError as exc:
+                        except FORWARD_ERRORS as exc:
                             detail = f"worker {worker.index} failed: {type(exc).__name__}"
                             error = {"error": "MegaMCPRuntimeError", "detail": detail}
                             await self._json(send, 502, error)
@@ -236,7 +242,7 @@ class Master:
         try:
             async with owner.admin_slots:
                 resp = await self._forward(owner, scope, body)
-        except httpx.HTTPError as exc:
+        except FORWARD_ERRORS as exc:
             await self._json(
                 send,
                 502,
@@ -273,7 +279,7 @@ class Master:
             worker = live[0]
         try:
             resp = await self._forward(worker, scope, body)
-        except httpx.HTTPError as exc:
+        except FORWARD_ERRORS as exc:
             # The worker died mid-call: the caller sees a server error and may retry; the
             # supervisor is already replacing the worker.
             await self._json(

@@ -13,13 +13,19 @@ import socket
 import threading
 import time
 
-import httpx
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
-from weft_megamcp.forwarding import ROUTED_HEADER, forward, read_body, relay, send_json
+from weft_megamcp.forwarding import (
+    FORWARD_ERRORS,
+    ROUTED_HEADER,
+    Forwarder,
+    read_body,
+    relay,
+    send_json,
+)
 from weft_megamcp.guards import guard_app, path_token
 from weft_megamcp.host import url_of, uvicorn_options
 from weft_megamcp.settings import MegaMCPSettings
@@ -47,7 +53,7 @@ class MasterFallback:
     def __init__(self, app: HostASGI, master_url: str) -> None:
         self.app = app
         self.master_url = master_url
-        self._http: httpx.AsyncClient | None = None
+        self._forwarder = Forwarder(None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "")
@@ -61,12 +67,10 @@ class MasterFallback:
         if token is None or ROUTED_HEADER in headers or not self.app.core.manager.moved_away(token):
             await self.app(scope, receive, send)
             return
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10))
         body = await read_body(receive)
         try:
-            resp = await forward(self._http, self.master_url, scope, body, routed=False)
-        except httpx.HTTPError as exc:
+            resp = await self._forwarder.forward(self.master_url, scope, body, routed=False)
+        except FORWARD_ERRORS as exc:
             await send_json(send, 502, {"detail": f"master unreachable: {type(exc).__name__}"})
             return
         await relay(send, resp)
