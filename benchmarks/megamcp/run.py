@@ -429,7 +429,9 @@ async def policy_phase(
         session = MCPSession(info.url, info.token)
         lat = []
         try:
-            for tool, a in make_trace(70_000 + i, args.calls, args.seed_rows):
+            for k, (tool, a) in enumerate(make_trace(70_000 + i, args.calls, args.seed_rows)):
+                if k:
+                    await asyncio.sleep(args.policy_think_s)
                 t0 = time.perf_counter()
                 err = await session.call(tool, a)
                 lat.append((time.perf_counter() - t0) * 1000)
@@ -782,6 +784,13 @@ def cli() -> None:
         "and checkpoint_max_patches; patches default 16)",
     )
     p.add_argument("--policy-sessions", type=int, default=100, help="sessions of each policy run")
+    p.add_argument(
+        "--policy-think-s",
+        type=float,
+        default=2.0,
+        help="pause between a policy run's calls (an agent's turn), so the run outlasts the "
+        "checkpoint window and the loss shows the window, not the run's length",
+    )
     p.add_argument(
         "--concurrency", default="100,300,1000", help="concurrent sessions per table row"
     )
