@@ -11,7 +11,9 @@ and its voluntary / involuntary context switches per call. Set any `WEFT_MEGAMCP
 the environment to compare policies; run the settings alternately, as this machine is noisy.
 
 `--py-spy PREFIX` records each phase with py-spy (`--gil --nonblocking`: the samples are the
-GIL holder's, i.e. Python CPU; raw folded stacks in PREFIX-<sessions>-<i>.raw). py-spy does not
+GIL holder's, i.e. Python CPU; raw folded stacks in PREFIX-<sessions>-<i>.raw; with
+`--py-spy-all-threads`, every thread py-spy does not judge idle, which counts a thread blocked
+in fsync or a lock as busy: read those as wall time, not CPU). py-spy does not
 see CPU spent outside the GIL (kernel time in file operations, futex waits of threads handing
 the GIL over): `--perf FILE` records the host's first 30 s of the largest phase with Linux
 `perf record -g` for that. Neither tool is a dependency: install them yourself.
