@@ -218,3 +218,33 @@ def test_hostile_blob_keys(tmp_path: Path) -> None:
     )
     with pytest.raises(CheckpointError, match="missing"):
         store.fetch(broken, tmp_path / "r.sqlite")
+
+
+def test_sessions_deleted_while_others_checkpoint(tmp_path: Path) -> None:
+    """A host closes sessions (delete_session, which drops their cached tails and leases) while
+    its other sessions checkpoint on other threads: the caches are shared, nothing may fail."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = CheckpointStore(tmp_path / "objects")
+    db = make_db(tmp_path / "live.sqlite", rows=2)
+    leases = {f"k{i}": store.acquire(f"k{i}", "w") for i in range(8)}
+    doomed = [store.acquire(f"d{i}", "w") for i in range(64)]
+
+    def checkpoint(sid: str) -> int:
+        for version in range(1, 26):
+            store.put(leases[sid], db, state_version=version)
+        return version
+
+    def close(i: int) -> None:
+        store.put(doomed[i], db, state_version=1)
+        store.delete_session(f"d{i}")
+
+    with ThreadPoolExecutor(8) as pool:
+        kept = [pool.submit(checkpoint, sid) for sid in leases]
+        gone = [pool.submit(close, i) for i in range(len(doomed))]
+        assert [f.result() for f in kept] == [25] * len(leases)
+        for f in gone:
+            f.result()
+    for sid in leases:
+        assert CheckpointStore(tmp_path / "objects").latest(sid).state_version == 25  # type: ignore[union-attr]
+    assert store.sessions() == sorted(leases)

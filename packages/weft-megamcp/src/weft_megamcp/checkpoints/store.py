@@ -202,7 +202,9 @@ class CheckpointStore:
     def _forget(self, session_id: str) -> None:
         prefix = self._session_dir(session_id) + "/"
         for cache in (self._leases_raw, self._tails):
-            for key in [k for k in cache if k.startswith(prefix)]:
+            # list() copies the keys in one step: other threads' puts insert meanwhile, and a
+            # comprehension over the live dict would fail with "changed size during iteration".
+            for key in [k for k in list(cache) if k.startswith(prefix)]:
                 cache.pop(key, None)
 
     # --- paths -------------------------------------------------------------------------------
