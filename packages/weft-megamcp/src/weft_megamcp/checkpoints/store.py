@@ -542,12 +542,12 @@ class CheckpointStore:
             size, count, pages = patch_header(db_patch)
             digest = hashlib.sha256(db_patch).hexdigest()
             patch = PagePatchRef(key="", sha256=digest, size=len(db_patch), pages=pages)
-            if self._local:
-                blobs.append((db_patch, lambda key: setattr(patch, "key", key)))
-            else:
-                patch.key = f"{gdir}/{seq:010d}-{digest}.pages"
-                if not self._exists(patch.key):
-                    self._write_atomic(patch.key, db_patch)
+            self._stage(
+                blobs,
+                db_patch,
+                lambda key: setattr(patch, "key", key),
+                f"{gdir}/{seq:010d}-{digest}.pages",
+            )
             ref.db_key, ref.db_sha256 = patch_of.db_key, patch_of.db_sha256
             ref.db_patches = [*patch_of.db_patches, patch]
             ref.db_bytes = size * count
@@ -565,18 +565,35 @@ class CheckpointStore:
                 assert workspace is not None
                 blob = tar_workspace(Path(workspace))
             ref.workspace_sha256 = hashlib.sha256(blob).hexdigest()
-            if self._local:
-                blobs.append((blob, lambda key: setattr(ref, "workspace_key", key)))
-            else:
-                ref.workspace_key = f"{gdir}/{seq:010d}-{ref.workspace_sha256}.tar.gz"
-                if not self._exists(ref.workspace_key):
-                    self._write_atomic(ref.workspace_key, blob)
+            self._stage(
+                blobs,
+                blob,
+                lambda key: setattr(ref, "workspace_key", key),
+                f"{gdir}/{seq:010d}-{ref.workspace_sha256}.tar.gz",
+            )
         if self._local:
             return self._publish_local(lease, journal, end, ref, blobs, placed=placed)
         # The pointer goes last and only if we still own the session.
         self.check_fence(lease)
         self._write_atomic(f"{gdir}/MANIFEST.json", ref.model_dump_json().encode())
         return ref
+
+    def _stage(
+        self,
+        blobs: list[tuple[bytes, Callable[[str], None]]],
+        blob: bytes,
+        assign: Callable[[str], None],
+        key: str,
+    ) -> None:
+        """Place one of a checkpoint's blobs. Local: into the journal record (`assign` gets
+        its key once the record's offsets are known). Elsewhere: a content-addressed object
+        under `key`, written once."""
+        if self._local:
+            blobs.append((blob, assign))
+            return
+        assign(key)
+        if not self._exists(key):
+            self._write_atomic(key, blob)
 
     def _tail(self, lease: Lease, journal: str) -> tuple[int, CheckpointRef | None]:
         """Where the next record of the lease's journal goes, and the session's latest
