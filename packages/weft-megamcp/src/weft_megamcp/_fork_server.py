@@ -1,9 +1,10 @@
 """The prefork workers' fork server: what it preloads, and starting it early.
 
 Workers fork from one multiprocessing "forkserver" process that has already imported the host's
-stack. It imports that stack in its own process, so starting it before the master imports the
-same modules lets both imports run at once on two cores (a host's boot was the master's imports
-followed by the fork server's).
+stack and what a worker imports later (`_fork_template`, last in the preload list). It imports
+that stack in its own process, so starting it before the master imports the same modules lets
+both imports run at once on two cores (a host's boot was the master's imports followed by the
+fork server's).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ PRELOAD = [
     "weft_core.binding",
     "weft_core.checks",
     "weft_megamcp.app",
+    "weft_megamcp._fork_template",  # last: it imports what workers import, then freezes
 ]
 
 

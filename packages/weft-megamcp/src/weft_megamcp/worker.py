@@ -84,9 +84,8 @@ def worker_main(
     master_pid: int = 0,
 ) -> None:
     """Entry of a forked worker: serve the socket the master bound for this worker index."""
-    # Everything the fork server preloaded is shared copy-on-write; a collection here would
-    # write every inherited object's GC header and so copy nearly every page of it. Frozen
-    # first, those objects are never traversed (`tune_collector`'s collect skips them).
+    # The template froze what it preloaded; this freezes what unpickling this call allocated,
+    # so that `tune_collector`'s collect traverses only what the worker itself creates.
     gc.freeze()
     if master_pid:
         threading.Thread(target=_exit_with_master, args=(master_pid,), daemon=True).start()
