@@ -104,3 +104,31 @@ async def test_a_gone_process_is_a_forward_error() -> None:
             await forwarder.forward(f"http://127.0.0.1:{port}", _scope("/x"), b"", routed=True)
     finally:
         await forwarder.close()
+
+
+async def test_a_workers_fallback_closes_its_connections_at_shutdown() -> None:
+    from weft_megamcp.worker import MasterFallback
+
+    async def host(scope: Scope, receive: Receive, send: Send) -> None:  # HostASGI's lifespan
+        assert scope["type"] == "lifespan"
+        while True:
+            message = await receive()
+            kind = message["type"].split(".")[1]
+            await send({"type": f"lifespan.{kind}.complete"})
+            if kind == "shutdown":
+                return
+
+    fallback = MasterFallback(host, "http://127.0.0.1:9")  # type: ignore[arg-type]
+    session = fallback._forwarder._client()  # as the first forwarded request would make it
+    messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+    sent: list[str] = []
+
+    async def receive() -> Any:
+        return next(messages)
+
+    async def send(message: Any) -> None:
+        sent.append(message["type"])
+
+    await fallback({"type": "lifespan"}, receive, send)
+    assert session.closed
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]

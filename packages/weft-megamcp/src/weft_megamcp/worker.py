@@ -14,7 +14,7 @@ import threading
 import time
 
 import uvicorn
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from weft_megamcp.app import HostASGI, HostCore
 from weft_megamcp.dispatch import bearer
@@ -56,6 +56,9 @@ class MasterFallback:
         self._forwarder = Forwarder(None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, self._closing_on_shutdown(receive), send)
+            return
         path: str = scope.get("path", "")
         if scope["type"] != "http" or path.startswith("/admin") or path == "/health":
             await self.app(scope, receive, send)
@@ -74,6 +77,18 @@ class MasterFallback:
             await send_json(send, 502, {"detail": f"master unreachable: {type(exc).__name__}"})
             return
         await relay(send, resp)
+
+    def _closing_on_shutdown(self, receive: Receive) -> Receive:
+        """The forwarder's connections belong to the serving loop: closed at shutdown, while
+        that loop still runs, rather than reported unclosed when the worker exits."""
+
+        async def wrapped() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown":
+                await self._forwarder.close()
+            return message
+
+        return wrapped
 
 
 def worker_main(
