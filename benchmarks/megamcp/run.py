@@ -268,20 +268,32 @@ async def concurrency_phase(
     }
 
 
-async def sequential_phase(make_session: Any, calls: int, rows: int) -> dict[str, Any]:
-    """One session, calls one after another: the latency a single agent sees."""
-    session = await make_session()
-    out = Lifecycle()
+async def sequential_phase(
+    sessions: list[MCPSession], calls: int, rows: int
+) -> list[dict[str, Any]]:
+    """One session per server, calls one after another: the latency a single agent sees.
+
+    The servers take the same calls interleaved (one call in flight at a time, which server goes
+    first alternating), so the machine's drift over the phase falls on all of them alike."""
     trace = [c for i in range(max(1, calls // 10)) for c in make_trace(90_000 + i, 10, rows)]
-    await run_trace(session, trace[:5], Lifecycle())  # warm the connection and the server
-    await run_trace(session, trace, out)
-    await session.close()
-    return {
-        "calls": len(out.latencies_ms),
-        "p50_ms": pct(out.latencies_ms, 0.5),
-        "p99_ms": pct(out.latencies_ms, 0.99),
-        "errors": out.errors,
-    }
+    for session in sessions:
+        await run_trace(session, trace[:5], Lifecycle())  # warm the connection and the server
+    outs = [Lifecycle() for _ in sessions]
+    for i, call in enumerate(trace):
+        order = range(len(sessions)) if i % 2 == 0 else reversed(range(len(sessions)))
+        for k in order:
+            await run_trace(sessions[k], [call], outs[k])
+    for session in sessions:
+        await session.close()
+    return [
+        {
+            "calls": len(out.latencies_ms),
+            "p50_ms": pct(out.latencies_ms, 0.5),
+            "p99_ms": pct(out.latencies_ms, 0.99),
+            "errors": out.errors,
+        }
+        for out in outs
+    ]
 
 
 async def concurrency(args: argparse.Namespace, bundle: Path, root: Path) -> dict[str, Any]:
@@ -293,10 +305,19 @@ async def concurrency(args: argparse.Namespace, bundle: Path, root: Path) -> dic
     box, _ = local.ship(0, [])
     proc, bare_url = await local.start(box)
     try:
-        console.log("sequential latency, bare FastMCP")
-        out["seq_bare"] = await sequential_phase(
-            lambda: _ready(MCPSession(bare_url, None)), args.seq_calls, args.seed_rows
-        )
+        console.log("sequential latency, bare FastMCP and MegaMCP (1 process), interleaved")
+        mega = MegaServing(bundle, root / "seq-w0")
+        await mega.start()
+        try:
+            group = await mega.open_group()
+            info = group.session(mega.mcp_id)
+            out["seq_bare"], out["seq_mega"] = await sequential_phase(
+                [MCPSession(bare_url, None), MCPSession(info.url, info.token)],
+                args.seq_calls,
+                args.seed_rows,
+            )
+        finally:
+            await mega.stop()
         for n in sizes:
             console.log(f"concurrency {n}, bare FastMCP")
             out["rows"].append(
@@ -331,18 +352,10 @@ async def mega_rows(
     assert mega.host is not None
     url, token = mega.host.url, mega.host.admin_token
 
-    async def session() -> MCPSession:
-        g = await mega.open_group()
-        info = g.session(mega.mcp_id)
-        return MCPSession(info.url, info.token)
-
     async def lifecycle(trace: list[Any]) -> Lifecycle:
         return await _mega_lifecycle(url, token, mega.mcp_id, trace)
 
     try:
-        if workers == 0:
-            console.log("sequential latency, MegaMCP")
-            out["seq_mega"] = await sequential_phase(session, args.seq_calls, args.seed_rows)
         for n in sizes:
             console.log(f"concurrency {n}, {label}")
             out["rows"].append(
@@ -358,10 +371,6 @@ async def mega_rows(
             )
     finally:
         await mega.stop()
-
-
-async def _ready(session: MCPSession) -> MCPSession:
-    return session
 
 
 MUTATING = {"add_contact", "update_email", "write_note", "delete_contact"}
