@@ -115,6 +115,7 @@ def test_hostile_input_gives_one_line_errors(
     (tmp_path / "empty").mkdir()
     assert run("compose", str(tmp_path / "empty"), "--n", "3", "-o", str(tmp_path / "t")) == 2
     assert "no MCP library" in err()
+    assert not (tmp_path / "t").exists()  # a bad input leaves no output or host folder behind
     bad = tmp_path / "p.toml"
     bad.write_text("[[profiles]]\nname = 'x'\n")
     lib = tmp_path / "lib2"
@@ -126,6 +127,10 @@ def test_hostile_input_gives_one_line_errors(
     assert "p.toml" in err()
     assert run("compose", str(lib), "--n", "3", "-o", str(tmp_path / "t")) == 2
     assert "not a valid LibraryManifest" in err()
+    (tmp_path / "t").mkdir()  # an output folder the user made stays, without a host folder
+    assert run("compose", str(lib), "--n", "3", "-o", str(tmp_path / "t")) == 2
+    err()
+    assert (tmp_path / "t").is_dir() and not (tmp_path / "t" / ".megamcp").exists()
     assert run("compose", str(lib), "--n", "0", "-o", str(tmp_path / "t")) == 2
     err()
     # a bad option value names the option, not a pydantic traceback

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -231,7 +233,6 @@ async def run_atomic(args: argparse.Namespace, settings: TasksSettings) -> int:
 
 
 async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
-    from weft_tasks.atomic.megamcp import megamcp_client
     from weft_tasks.exceptions import LibraryError
 
     if args.n < 1:
@@ -239,6 +240,7 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
     if not Path(args.library).is_dir():  # before OUT or a host exists (the rest: in load())
         raise LibraryError(f"{args.library}: no such library folder")
     out: Path = args.out
+    fresh = [p for p in (out, out / ".megamcp") if not p.exists()]
     out.mkdir(parents=True, exist_ok=True)
     loaded: dict[str, Any] = {}
 
@@ -254,28 +256,52 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
         loaded["libraries"] = load_library(args.library)
         loaded["llm"] = _model(settings.model)
 
-    async with megamcp_client(
+    try:
+        async with _composing_host(settings, out, load) as client:
+            return await _compose(args, settings, out, loaded, client)
+    except BaseException:
+        if "llm" not in loaded:  # a bad input: nothing was composed, leave no host folder
+            for path in reversed(fresh):
+                shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def _composing_host(
+    settings: TasksSettings, out: Path, load: Callable[[], None]
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    from weft_tasks.atomic.megamcp import megamcp_client
+
+    return megamcp_client(
         settings.megamcp_url,
         settings.megamcp_admin_token,
         data_dir=out / ".megamcp",
         workers=host_workers(settings),
         groups_on_tmpfs=settings.host_groups_tmpfs,
         while_starting=load,
-    ) as client:
-        from weft_core.console import ProgressTracker, progress
-        from weft_tasks.compose.pipeline import Composer
+    )
 
-        composer = Composer(
-            loaded["libraries"],
-            client,
-            out,
-            profiles=loaded["profiles"],
-            llm=loaded["llm"],
-            settings=settings,
-        )
-        bar: ProgressTracker[Any]
-        with progress(total=args.n, description="compose") as bar:
-            report = await composer.run(args.n, on_progress=bar.advance)
+
+async def _compose(
+    args: argparse.Namespace,
+    settings: TasksSettings,
+    out: Path,
+    loaded: dict[str, Any],
+    client: Any,
+) -> int:
+    from weft_core.console import ProgressTracker, progress
+    from weft_tasks.compose.pipeline import Composer
+
+    composer = Composer(
+        loaded["libraries"],
+        client,
+        out,
+        profiles=loaded["profiles"],
+        llm=loaded["llm"],
+        settings=settings,
+    )
+    bar: ProgressTracker[Any]
+    with progress(total=args.n, description="compose") as bar:
+        report = await composer.run(args.n, on_progress=bar.advance)
     if args.json:
         _print_json(report.model_dump(mode="json"))
     elif report.stats is not None:
