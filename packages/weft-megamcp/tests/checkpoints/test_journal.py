@@ -248,3 +248,17 @@ def test_sessions_deleted_while_others_checkpoint(tmp_path: Path) -> None:
     for sid in leases:
         assert CheckpointStore(tmp_path / "objects").latest(sid).state_version == 25  # type: ignore[union-attr]
     assert store.sessions() == sorted(leases)
+
+
+def test_a_full_cache_makes_room_by_dropping_the_oldest_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_mod, "_CACHE_LIMIT", 3)
+    store = CheckpointStore(tmp_path / "objects")
+    cache: dict[str, int] = {}
+    for key in ("a", "b", "c"):
+        store._remember(cache, key, 1)
+    store._remember(cache, "a", 2)  # updated: now the most recent
+    store._remember(cache, "d", 1)  # full: "b", the oldest, makes room
+    assert cache == {"c": 1, "a": 2, "d": 1}
+    assert list(cache) == ["c", "a", "d"]

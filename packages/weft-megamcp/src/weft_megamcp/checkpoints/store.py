@@ -195,8 +195,15 @@ class CheckpointStore:
         return self._local
 
     def _remember(self, cache: dict[str, Any], key: str, value: Any) -> None:
-        if len(cache) >= _CACHE_LIMIT:
-            cache.clear()
+        # Insertion order is recency: an entry moves to the end when updated and the oldest
+        # makes room, so a host with more live sessions than the limit keeps its busy ones'
+        # (clearing all at once sent every session's next put to a cold journal scan).
+        cache.pop(key, None)
+        while len(cache) >= _CACHE_LIMIT:
+            try:
+                cache.pop(next(iter(cache)), None)
+            except (RuntimeError, StopIteration):  # another thread's put changed it meanwhile
+                break
         cache[key] = value
 
     def _forget(self, session_id: str) -> None:
