@@ -8,7 +8,8 @@ A worker's memory is the template's pages (shared copy-on-write) plus what it wr
 worker would import on its own (the sqlite dialect when its first engine opens, uvicorn's
 protocol and loop classes when it serves, anyio's backend on the first request, the worker
 module itself with aiohttp) are imported here once instead of into each worker's private memory:
-about 20 MiB less per worker, measured with `benchmarks/megamcp/run.py`'s spread row.
+a worker's private memory (USS) with its sessions fell from 61 to 51 MiB (benchmarks/megamcp
+README, session 27).
 """
 
 from __future__ import annotations
