@@ -208,3 +208,17 @@ def test_diff_nested_values_and_numeric_spelling() -> None:
     upd = diff_db(initial, changed).tables["t"].updates["1"]
     assert list(upd.changed) == ["meta"]
     assert upd.changed["meta"].new == {"a": [1, 3]}
+
+
+def test_importing_the_state_and_checks_loads_no_deepdiff() -> None:
+    # Every serving process imports these; DeepDiff (and numpy under it) loads only when a
+    # nested value is diffed, as in the test above.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, weft_core.state, weft_core.checks; "
+        "print(sorted({'deepdiff', 'numpy'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from deepdiff import DeepDiff
 from pydantic import Field
 
 from weft_core._model import WeftModel
@@ -84,6 +83,11 @@ def _field_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, FieldC
     for name in sorted(old.keys() | new.keys()):
         a, b = old.get(name), new.get(name)
         if isinstance(a, dict | list) or isinstance(b, dict | list):
+            # Imported here: DeepDiff brings numpy (26 MiB and 227 modules in every process
+            # that imports weft_core.state), and only nested values, which SQLite rows never
+            # hold, need it.
+            from deepdiff import DeepDiff
+
             differs = bool(DeepDiff(a, b, ignore_numeric_type_changes=True))
         else:
             differs = a != b or (name in old) != (name in new)
