@@ -255,12 +255,13 @@ async def run_compose(args: argparse.Namespace, settings: TasksSettings) -> int:
         witnessed_evidence(settings)
         loaded["libraries"] = load_library(args.library)
         loaded["llm"] = _model(settings.model)
+        loaded["inputs_ok"] = True  # last: any failure above is a bad input
 
     try:
         async with _composing_host(settings, out, load) as client:
             return await _compose(args, settings, out, loaded, client)
     except BaseException:
-        if "llm" not in loaded:  # a bad input: nothing was composed, leave no host folder
+        if "inputs_ok" not in loaded:  # a bad input: nothing was composed, leave no host folder
             for path in reversed(fresh):
                 shutil.rmtree(path, ignore_errors=True)
         raise
