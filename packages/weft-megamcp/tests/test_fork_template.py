@@ -31,7 +31,8 @@ core = HostCore(settings, run_reaper=False)
 app = guard_app(MasterFallback(HostASGI(core), "http://127.0.0.1:9"), settings.allowed_hosts)
 config = uvicorn.Config(app, **uvicorn_options(settings))
 config.load()
-print(json.dumps({"frozen": frozen, "new": sorted(set(sys.modules) - before)}))
+heavy = [m for m in ("aiohttp", "fastmcp.client", "beartype") if m in sys.modules]
+print(json.dumps({"frozen": frozen, "new": sorted(set(sys.modules) - before), "heavy": heavy}))
 """
 
 
@@ -46,6 +47,9 @@ def test_worker_setup_imports_nothing_new(tmp_path: Path) -> None:
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["new"] == [], "import these in _fork_template.WORKER_IMPORTS"
     assert report["frozen"] > 100_000  # the template froze what it imported
+    # In every serving process's RSS if imported: aiohttp ~8 MiB (a worker forwards only a moved
+    # session's request), fastmcp's client stack ~8 MiB (only the command tier starts clients).
+    assert report["heavy"] == []
 
 
 def test_worker_imports_all_exist() -> None:

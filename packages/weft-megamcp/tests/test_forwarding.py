@@ -14,7 +14,14 @@ import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from weft_megamcp.forwarding import FORWARD_ERRORS, ROUTED_HEADER, Forwarder, read_body, relay
+from weft_megamcp.forwarding import (
+    FORWARD_ERRORS,
+    ROUTED_HEADER,
+    Forwarder,
+    failure_name,
+    read_body,
+    relay,
+)
 from weft_megamcp.host import bind_socket
 
 
@@ -100,8 +107,10 @@ async def test_a_gone_process_is_a_forward_error() -> None:
         port = s.getsockname()[1]
     forwarder = Forwarder(5)
     try:
-        with pytest.raises(FORWARD_ERRORS):
+        with pytest.raises(FORWARD_ERRORS) as caught:
             await forwarder.forward(f"http://127.0.0.1:{port}", _scope("/x"), b"", routed=True)
+        # A 502's detail names aiohttp's error, not the wrapper it is raised again as.
+        assert failure_name(caught.value) == "ClientConnectorError"
     finally:
         await forwarder.close()
 

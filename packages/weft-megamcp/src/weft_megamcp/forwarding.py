@@ -4,20 +4,36 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import aiohttp
 from starlette.types import Receive, Scope, Send
-from yarl import URL
+
+from weft_megamcp.exceptions import MegaMCPRuntimeError
+
+if TYPE_CHECKING:
+    import aiohttp
 
 HOP_HEADERS = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
 
 ROUTED_HEADER = "x-megamcp-routed"  # set by the master: the worker must not send it back
 
+
+class ForwardError(MegaMCPRuntimeError):
+    """The other process is gone or hung up: aiohttp's ClientError, raised again as this so that
+    catching it does not import aiohttp (a worker forwards only the rare request whose group
+    moved away, and aiohttp is ~8 MiB in every worker that imports it)."""
+
+
 # What a forward raises when the other process is gone, hung up or too slow: the caller answers
 # 502 (the supervisor replaces a dead worker).
-FORWARD_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError)
+FORWARD_ERRORS: tuple[type[BaseException], ...] = (ForwardError, TimeoutError)
+
+
+def failure_name(exc: BaseException) -> str:
+    """The name of what went wrong in a forward, for a 502's detail."""
+    cause = exc.__cause__ if isinstance(exc, ForwardError) and exc.__cause__ else exc
+    return type(cause).__name__
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -47,14 +63,16 @@ class Forwarder:
     aiohttp rather than httpx here: httpcore's pool checks every pooled connection (an expiry
     test with a getpeername() each) on every request, which was half of the master's CPU with
     1,000 lifecycles at once (py-spy, session 26); aiohttp keeps a host's idle connections in a
-    queue. The session is made on first use, inside the serving event loop. Responses are
-    relayed as they came (no decompression)."""
+    queue. The session is made on first use, inside the serving event loop, and aiohttp is
+    imported then too. Responses are relayed as they came (no decompression)."""
 
     def __init__(self, timeout_s: float | None) -> None:
         self.timeout_s = timeout_s
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),  # a burst queues at the worker
@@ -75,11 +93,18 @@ class Forwarder:
         qs = scope.get("query_string", b"").decode("latin-1")  # ASGI keeps it percent-encoded
         path = quote(scope["path"], safe="/:@!$&'()*+,;=-._~")  # ASGI's path is decoded
         target = base + path + (f"?{qs}" if qs else "")
-        async with self._client().request(
-            scope["method"], URL(target, encoded=True), headers=headers, data=body
-        ) as resp:
-            content = await resp.read()
-            return Forwarded(resp.status, list(resp.headers.items()), content)
+        client = self._client()
+        import aiohttp  # loaded by _client: a dict lookup
+        from yarl import URL
+
+        try:
+            async with client.request(
+                scope["method"], URL(target, encoded=True), headers=headers, data=body
+            ) as resp:
+                content = await resp.read()
+                return Forwarded(resp.status, list(resp.headers.items()), content)
+        except aiohttp.ClientError as exc:
+            raise ForwardError(f"{type(exc).__name__}: {exc}") from exc
 
     async def close(self) -> None:
         if self._session is not None:

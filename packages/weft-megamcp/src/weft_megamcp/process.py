@@ -38,6 +38,7 @@ from weft_megamcp.exceptions import MegaMCPUserError
 from weft_megamcp.forwarding import (
     FORWARD_ERRORS,
     Forwarded,
+    failure_name,
     read_body,
     relay,
     send_json,
@@ -203,7 +204,7 @@ class Master:
                             async with worker.admin_slots:
                                 resp = await self._forward(worker, scope, body)
                         except FORWARD_ERRORS as exc:
-                            detail = f"worker {worker.index} failed: {type(exc).__name__}"
+                            detail = f"worker {worker.index} failed: {failure_name(exc)}"
                             error = {"error": "MegaMCPRuntimeError", "detail": detail}
                             await self._json(send, 502, error)
                             return
@@ -246,7 +247,7 @@ class Master:
             await self._json(
                 send,
                 502,
-                {"error": "MegaMCPRuntimeError", "detail": f"worker failed: {type(exc).__name__}"},
+                {"error": "MegaMCPRuntimeError", "detail": f"worker failed: {failure_name(exc)}"},
             )
             return
         if resp.status_code == 200 and action == "/fork":
@@ -283,7 +284,7 @@ class Master:
             # The worker died mid-call: the caller sees a server error and may retry; the
             # supervisor is already replacing the worker.
             await self._json(
-                send, 502, {"detail": f"worker failed during the request: {type(exc).__name__}"}
+                send, 502, {"detail": f"worker failed during the request: {failure_name(exc)}"}
             )
             return
         await self._relay(send, resp)

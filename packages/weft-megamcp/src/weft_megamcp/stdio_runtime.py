@@ -13,10 +13,9 @@ import json
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as mt
-from fastmcp import Client
 from fastmcp.exceptions import NotFoundError as FastMCPNotFound
 from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import Tool, ToolResult
@@ -25,6 +24,9 @@ from weft_megamcp._session import HostedSession
 from weft_megamcp.registry import MCPKind, MCPRecord, Registry
 from weft_megamcp.sandbox import SANDBOX_MODULE
 from weft_megamcp.stdio_transport import command_transport
+
+if TYPE_CHECKING:
+    from fastmcp import Client
 
 
 class _Proc:
@@ -85,6 +87,8 @@ class CommandRuntime:
             if sandbox.mode == "bwrap" and not session.db_path.exists():
                 # The DB is bound into the sandbox as a single file: it must exist first.
                 session.db_path.touch()
+            from fastmcp import Client  # not at import: see stdio_transport.command_transport
+
             stack = AsyncExitStack()
             client: Client[Any] = Client(
                 command_transport(

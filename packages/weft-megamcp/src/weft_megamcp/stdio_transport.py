@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-
-import mcp_types as mt
-from fastmcp import Client
-from fastmcp.client.transports import StdioTransport
+from typing import TYPE_CHECKING
 
 from weft_megamcp.exceptions import RegistrationError
 from weft_megamcp.sandbox import SANDBOX_DB, SANDBOX_WORKSPACE, Sandbox
+
+if TYPE_CHECKING:
+    import mcp_types as mt
+    from fastmcp.client.transports import StdioTransport
 
 # Placeholders a registered command may use in its argv and env values. Third-party servers take
 # their state location as a flag or variable (`--db-path`, `MEMORY_FILE_PATH`) and some resolve a
@@ -48,6 +49,10 @@ def command_transport(
     argv = [expand_placeholders(a, seen_ws, seen_db) for a in argv]
     env = {k: expand_placeholders(v, seen_ws, seen_db) for k, v in env.items()}
     spec = sandbox.wrap(argv, env=env, workspace=cwd, db=db, module_src=module_src)
+    # Imported here: fastmcp's client stack (its auth, key-value stores and beartype under them)
+    # is ~500 modules and ~8 MiB that every serving process would carry for a tier few hosts use.
+    from fastmcp.client.transports import StdioTransport
+
     return StdioTransport(
         command=spec.argv[0],
         args=spec.argv[1:],
@@ -63,6 +68,8 @@ async def list_command_tools(
 ) -> list[mt.Tool]:
     """The command's tools/list; a command that does not answer within `timeout_s` is stopped
     (closing the client ends its process) and reported as a RegistrationError."""
+    from fastmcp import Client  # see command_transport
+
     ws = cwd / "ws"
     ws.mkdir(parents=True, exist_ok=True)
     client = Client(command_transport(argv, env, ws, None, sandbox=sandbox))

@@ -22,6 +22,7 @@ from weft_megamcp.forwarding import (
     FORWARD_ERRORS,
     ROUTED_HEADER,
     Forwarder,
+    failure_name,
     read_body,
     relay,
     send_json,
@@ -74,7 +75,7 @@ class MasterFallback:
         try:
             resp = await self._forwarder.forward(self.master_url, scope, body, routed=False)
         except FORWARD_ERRORS as exc:
-            await send_json(send, 502, {"detail": f"master unreachable: {type(exc).__name__}"})
+            await send_json(send, 502, {"detail": f"master unreachable: {failure_name(exc)}"})
             return
         await relay(send, resp)
 
