@@ -153,18 +153,32 @@ async def local_fleet(
 
 
 class _Sampler:
-    """Peak RSS (sum over the server's process tree) while a phase runs."""
+    """Peak RSS (sum over the server's process tree) while a phase runs, and the CPU each process
+    of the tree had used when last seen.
+
+    A process that exits during the phase (the registration probe's zygote leaves ~20 s after a
+    host starts, with ~1.4 s of CPU) is no longer in the tree at the end, and reading the tree
+    twice made its CPU drop out of the difference: up to 1.4 ms per call at 100 sessions. Its
+    last sample (at most 0.5 s old, and such a process idles before it exits) keeps it."""
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
         self.peak_rss = 0
+        self.cpu_start = tree_cpu_by_pid(pids)
+        self._cpu_seen = dict(self.cpu_start)
         self._task: asyncio.Task[None] | None = None
 
     async def _loop(self) -> None:
         while True:
             rss, _ = await asyncio.to_thread(tree_memory, self.pids)
             self.peak_rss = max(self.peak_rss, rss)
+            self._cpu_seen |= await asyncio.to_thread(tree_cpu_by_pid, self.pids)
             await asyncio.sleep(0.5)
+
+    def cpu_used(self) -> float:
+        """CPU seconds the tree used since the sampler was made, exited processes included."""
+        seen = self._cpu_seen | tree_cpu_by_pid(self.pids)
+        return sum(cpu - self.cpu_start.get(pid, 0.0) for pid, cpu in seen.items())
 
     def __enter__(self) -> _Sampler:
         self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -175,9 +189,9 @@ class _Sampler:
         self._task.cancel()
 
 
-def tree_cpu(pids: list[int]) -> float:
-    """User + system CPU seconds of the processes and their live descendants."""
-    total = 0.0
+def tree_cpu_by_pid(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each of the processes and their live descendants."""
+    out: dict[int, float] = {}
     for pid in pids:
         try:
             root = psutil.Process(pid)
@@ -189,8 +203,8 @@ def tree_cpu(pids: list[int]) -> float:
                 t = p.cpu_times()
             except psutil.NoSuchProcess:
                 continue
-            total += t.user + t.system
-    return total
+            out[p.pid] = t.user + t.system
+    return out
 
 
 async def _bare_lifecycle(url: str, trace: list[Any]) -> Lifecycle:
@@ -242,12 +256,12 @@ async def concurrency_phase(
 ) -> dict[str, Any]:
     """n lifecycles at once; calls/s over the phase, latency over every call, server CPU/call."""
     traces = [make_trace(offset + i, calls, rows) for i in range(n)]
-    cpu0, own0 = tree_cpu(pids), time.process_time()
+    own0 = time.process_time()
     t0 = time.perf_counter()
     with _Sampler(pids) as sampler:
         results = await asyncio.gather(*(make(t) for t in traces))
     wall = time.perf_counter() - t0
-    cpu = tree_cpu(pids) - cpu0
+    cpu = sampler.cpu_used()
     own = time.process_time() - own0
     lat = [x for r in results for x in r.latencies_ms]
     ncalls = len(lat)
@@ -298,12 +312,19 @@ async def sequential_phase(
 
 async def concurrency(args: argparse.Namespace, bundle: Path, root: Path) -> dict[str, Any]:
     """Bare FastMCP (one process, one shared DB) vs MegaMCP (1 process) vs MegaMCP (N workers),
-    the same traces at each concurrency level, all in this run."""
+    the same traces at each concurrency level, all in this run.
+
+    All servers are up for the whole phase (an idle MegaMCP host costs under 1% of a core) and
+    each level runs on every server back to back, the order reversed from one level to the next,
+    so the rows a goal compares are measured minutes apart at most: this machine's speed drifts
+    by 15% between runs ten minutes apart (session 28), which a phase per server in turn put
+    between the bare server and the MegaMCP rows compared with it."""
     sizes = [int(x) for x in args.concurrency.split(",") if x]
     out: dict[str, Any] = {"sizes": sizes, "rows": []}
     local = LocalServing(bundle, root / "bare")
     box, _ = local.ship(0, [])
     proc, bare_url = await local.start(box)
+    megas: list[MegaServing] = []
     try:
         console.log("sequential latency, bare FastMCP and MegaMCP (1 process), interleaved")
         mega = MegaServing(bundle, root / "seq-w0")
@@ -318,36 +339,31 @@ async def concurrency(args: argparse.Namespace, bundle: Path, root: Path) -> dic
             )
         finally:
             await mega.stop()
-        for n in sizes:
-            console.log(f"concurrency {n}, bare FastMCP")
-            out["rows"].append(
-                await concurrency_phase(
-                    "bare FastMCP",
-                    [proc.pid],
-                    lambda t: _bare_lifecycle(bare_url, t),
-                    n,
-                    args.calls,
-                    args.seed_rows,
-                    20_000,
+        servers: list[tuple[str, list[int], Any, int]] = [
+            ("bare FastMCP", [proc.pid], lambda t: _bare_lifecycle(bare_url, t), 20_000)
+        ]
+        for workers in sorted({0, args.conc_workers} - {1}):
+            mega = MegaServing(bundle, root / f"conc-w{workers}", workers=workers)
+            await mega.start()
+            megas.append(mega)
+            servers.append(_mega_server(mega, workers))
+        for level, n in enumerate(sizes):
+            for kind, pids, make, offset in servers if level % 2 == 0 else servers[::-1]:
+                console.log(f"concurrency {n}, {kind}")
+                out["rows"].append(
+                    await concurrency_phase(kind, pids, make, n, args.calls, args.seed_rows, offset)
                 )
-            )
     finally:
+        for mega in megas:
+            await mega.stop()
         await local.stop(proc, box)
-    for workers in sorted({0, args.conc_workers} - {1}):
-        await mega_rows(args, bundle, root, workers, sizes, out)
+    kinds = [kind for kind, *_ in servers]
+    out["rows"].sort(key=lambda r: (kinds.index(r["kind"]), r["sessions"]))
     return out
 
 
-async def mega_rows(
-    args: argparse.Namespace,
-    bundle: Path,
-    root: Path,
-    workers: int,
-    sizes: list[int],
-    out: dict[str, Any],
-) -> None:
-    mega = MegaServing(bundle, root / f"conc-w{workers}", workers=workers)
-    await mega.start()
+def _mega_server(mega: MegaServing, workers: int) -> tuple[str, list[int], Any, int]:
+    """A started MegaMCP host as a row of the concurrency phase: label, pids, lifecycle, offset."""
     label = "MegaMCP, 1 process" if workers == 0 else f"MegaMCP, {workers} workers"
     assert mega.host is not None
     url, token = mega.host.url, mega.host.admin_token
@@ -355,22 +371,7 @@ async def mega_rows(
     async def lifecycle(trace: list[Any]) -> Lifecycle:
         return await _mega_lifecycle(url, token, mega.mcp_id, trace)
 
-    try:
-        for n in sizes:
-            console.log(f"concurrency {n}, {label}")
-            out["rows"].append(
-                await concurrency_phase(
-                    label,
-                    [mega.pid],
-                    lifecycle,
-                    n,
-                    args.calls,
-                    args.seed_rows,
-                    30_000 + 10_000 * workers,
-                )
-            )
-    finally:
-        await mega.stop()
+    return label, [mega.pid], lifecycle, 30_000 + 10_000 * workers
 
 
 MUTATING = {"add_contact", "update_email", "write_note", "delete_contact"}
@@ -450,11 +451,11 @@ async def policy_phase(
         return lat
 
     assert host.pid is not None
-    cpu0 = tree_cpu([host.pid])
     t0 = time.perf_counter()
-    lats = await asyncio.gather(*(work(i) for i in range(n)))
+    with _Sampler([host.pid]) as sampler:
+        lats = await asyncio.gather(*(work(i) for i in range(n)))
     wall = time.perf_counter() - t0
-    cpu = tree_cpu([host.pid]) - cpu0
+    cpu = sampler.cpu_used()
     assert host._proc is not None
     host._proc.kill()  # the instant the last write was acknowledged
     host._proc.wait()
