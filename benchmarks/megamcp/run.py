@@ -316,9 +316,9 @@ async def concurrency(args: argparse.Namespace, bundle: Path, root: Path) -> dic
 
     All servers are up for the whole phase (an idle MegaMCP host costs under 1% of a core) and
     each level runs on every server back to back, the order reversed from one level to the next,
-    so the rows a goal compares are measured minutes apart at most: this machine's speed drifts
-    by 15% between runs ten minutes apart (session 28), which a phase per server in turn put
-    between the bare server and the MegaMCP rows compared with it."""
+    so the rows a goal compares are measured close together (1.8 minutes between the bare and
+    2-worker 1,000-session rows, against 2.7 with all of one server's levels in turn): this
+    machine's speed drifts, by 15% between two runs 23 minutes apart in session 28."""
     sizes = [int(x) for x in args.concurrency.split(",") if x]
     out: dict[str, Any] = {"sizes": sizes, "rows": []}
     local = LocalServing(bundle, root / "bare")
