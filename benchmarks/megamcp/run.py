@@ -862,6 +862,8 @@ def cli() -> None:
     p.add_argument("--quick", action="store_true", help="small smoke run")
     p.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
     args = p.parse_args()
+    if args.repeats < 1:
+        p.error(f"--repeats must be at least 1, got {args.repeats}")
     if args.quick:
         args.sessions, args.cold_tasks, args.local_fleet, args.calls = 50, 3, 52, 4
         args.concurrency, args.seq_calls, args.repeats = "20,50", 50, 1
