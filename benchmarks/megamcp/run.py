@@ -563,7 +563,7 @@ def render_concurrency(c: dict[str, Any]) -> Table:
         t.add_row(
             r["kind"],
             str(r["sessions"]),
-            str(r.get("repeat", 0) + 1),
+            str(r["repeat"] + 1),
             f"{r['completed']}/{r['sessions']}",
             f"{r['calls_per_s']:.0f}",
             f"{r['p50_ms']:.1f} ms",
@@ -584,23 +584,17 @@ def render_concurrency(c: dict[str, Any]) -> Table:
     return t
 
 
-def _median(xs: list[float]) -> float:
-    xs = sorted(xs)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-
-
 def _ratios(num: list[dict[str, Any]], den: list[dict[str, Any]], key: str) -> list[float]:
     """num/den of `key` for each repeat both rows have (rows of one repeat ran side by side)."""
-    by_rep = {r.get("repeat", 0): r for r in den}
-    return [r[key] / by_rep[r.get("repeat", 0)][key] for r in num if r.get("repeat", 0) in by_rep]
+    by_rep = {r["repeat"]: r for r in den}
+    return [r[key] / by_rep[r["repeat"]][key] for r in num if r["repeat"] in by_rep]
 
 
 def _ratio_text(ratios: list[float]) -> str:
     if len(ratios) == 1:
         return f"{ratios[0]:.2f}x"
     each = ", ".join(f"{x:.2f}" for x in ratios)
-    return f"{_median(ratios):.2f}x (median of {each})"
+    return f"{statistics.median(ratios):.2f}x (median of {each})"
 
 
 def targets(c: dict[str, Any]) -> list[tuple[str, str, bool]]:
@@ -620,7 +614,9 @@ def targets(c: dict[str, Any]) -> list[tuple[str, str, bool]]:
     one = by.get("MegaMCP, 1 process", [])
     multi = next((rows for k, rows in by.items() if "workers" in k), [])
     candidates = [rows for rows in (one, multi) if rows]
-    best = max(candidates, key=lambda rows: _median([r["calls_per_s"] for r in rows]), default=[])
+    best = max(
+        candidates, key=lambda rows: statistics.median([r["calls_per_s"] for r in rows]), default=[]
+    )
     if bare and best:
         kind = best[0]["kind"]
         done = min(r["completed"] for r in best)
@@ -632,12 +628,22 @@ def targets(c: dict[str, Any]) -> list[tuple[str, str, bool]]:
             )
         )
         tp = _ratios(best, bare, "calls_per_s")
-        out.append((f"throughput @{n} >= 1.5x bare ({kind})", _ratio_text(tp), _median(tp) >= 1.5))
+        out.append(
+            (
+                f"throughput @{n} >= 1.5x bare ({kind})",
+                _ratio_text(tp),
+                statistics.median(tp) >= 1.5,
+            )
+        )
         p99 = _ratios(best, bare, "p99_ms")
-        out.append((f"p99 @{n} <= 2x bare p99 ({kind})", _ratio_text(p99), _median(p99) <= 2))
+        out.append(
+            (f"p99 @{n} <= 2x bare p99 ({kind})", _ratio_text(p99), statistics.median(p99) <= 2)
+        )
     if one and multi:
         r = _ratios(multi, one, "calls_per_s")
-        out.append((f"{multi[0]['kind']} >= 1.6x one process", _ratio_text(r), _median(r) >= 1.6))
+        out.append(
+            (f"{multi[0]['kind']} >= 1.6x one process", _ratio_text(r), statistics.median(r) >= 1.6)
+        )
     return out
 
 
